@@ -1,0 +1,24 @@
+//! The CSI client every sidecar shares.
+//!
+//! - [`proto`]: CSI v1.12 types and gRPC stubs generated from `proto/csi.proto`.
+//! - [`connection`]: dial a plugin's unix socket, wait for it, notice when it goes away.
+//! - [`client`]: typed calls, each under the caller's timeout, logged without secrets and measured.
+//! - [`error`]: the one taxonomy the sidecars decide retries on.
+//! - [`metrics`]: `csi_sidecar_operations_seconds`, as csi-lib-utils exposes it.
+//! - [`capabilities`]: plugin, controller and group-controller capabilities as typed sets.
+//! - [`redact`]: how secrets are kept out of `Debug` output and logs.
+
+pub mod capabilities;
+pub mod client;
+pub mod connection;
+pub mod error;
+pub mod metrics;
+pub mod redact;
+
+/// Generated CSI v1.12 messages and services (package `csi.v1`).
+#[allow(clippy::all, clippy::pedantic, missing_docs)]
+pub mod proto {
+    tonic::include_proto!("csi.v1");
+    include!(concat!(env!("OUT_DIR"), "/csi_redaction.rs"));
+}
+

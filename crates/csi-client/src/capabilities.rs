@@ -1,1 +1,143 @@
-//! todo
+//! Capabilities as typed sets, so a sidecar asks `controller.has(ExpandVolume)`
+//! instead of walking oneofs. Unknown or empty entries are skipped, as upstream does.
+
+use std::collections::BTreeSet;
+
+use crate::proto::{
+    ControllerServiceCapability, GroupControllerServiceCapability, PluginCapability, controller_service_capability,
+    group_controller_service_capability, plugin_capability,
+};
+
+pub use crate::proto::controller_service_capability::rpc::Type as ControllerCapability;
+pub use crate::proto::group_controller_service_capability::rpc::Type as GroupControllerCapability;
+pub use crate::proto::plugin_capability::service::Type as PluginService;
+pub use crate::proto::plugin_capability::volume_expansion::Type as VolumeExpansion;
+
+/// What GetPluginCapabilities answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PluginCapabilities {
+    pub services: BTreeSet<PluginService>,
+    pub volume_expansion: BTreeSet<VolumeExpansion>,
+}
+
+impl PluginCapabilities {
+    pub fn from_response(capabilities: &[PluginCapability]) -> Self {
+        let mut out = PluginCapabilities::default();
+        for capability in capabilities {
+            match &capability.r#type {
+                Some(plugin_capability::Type::Service(service)) => {
+                    if let Ok(t) = PluginService::try_from(service.r#type)
+                        && t != PluginService::Unknown
+                    {
+                        out.services.insert(t);
+                    }
+                }
+                Some(plugin_capability::Type::VolumeExpansion(expansion)) => {
+                    if let Ok(t) = VolumeExpansion::try_from(expansion.r#type)
+                        && t != VolumeExpansion::Unknown
+                    {
+                        out.volume_expansion.insert(t);
+                    }
+                }
+                None => {}
+            }
+        }
+        out
+    }
+
+    pub fn has(&self, service: PluginService) -> bool {
+        self.services.contains(&service)
+    }
+}
+
+/// What ControllerGetCapabilities answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControllerCapabilities(pub BTreeSet<ControllerCapability>);
+
+impl ControllerCapabilities {
+    pub fn from_response(capabilities: &[ControllerServiceCapability]) -> Self {
+        let set = capabilities
+            .iter()
+            .filter_map(|c| match &c.r#type {
+                Some(controller_service_capability::Type::Rpc(rpc)) => ControllerCapability::try_from(rpc.r#type).ok(),
+                None => None,
+            })
+            .filter(|t| *t != ControllerCapability::Unknown)
+            .collect();
+        ControllerCapabilities(set)
+    }
+
+    pub fn has(&self, capability: ControllerCapability) -> bool {
+        self.0.contains(&capability)
+    }
+}
+
+/// What GroupControllerGetCapabilities answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupControllerCapabilities(pub BTreeSet<GroupControllerCapability>);
+
+impl GroupControllerCapabilities {
+    pub fn from_response(capabilities: &[GroupControllerServiceCapability]) -> Self {
+        let set = capabilities
+            .iter()
+            .filter_map(|c| match &c.r#type {
+                Some(group_controller_service_capability::Type::Rpc(rpc)) => {
+                    GroupControllerCapability::try_from(rpc.r#type).ok()
+                }
+                None => None,
+            })
+            .filter(|t| *t != GroupControllerCapability::Unknown)
+            .collect();
+        GroupControllerCapabilities(set)
+    }
+
+    pub fn has(&self, capability: GroupControllerCapability) -> bool {
+        self.0.contains(&capability)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{controller_service_capability as csc, plugin_capability as pc};
+
+    fn controller(t: i32) -> ControllerServiceCapability {
+        ControllerServiceCapability { r#type: Some(csc::Type::Rpc(csc::Rpc { r#type: t })) }
+    }
+
+    #[test]
+    fn controller_set_skips_unknown_and_empty() {
+        let caps = [
+            controller(ControllerCapability::CreateDeleteVolume as i32),
+            controller(ControllerCapability::ModifyVolume as i32),
+            controller(0),
+            controller(999),
+            ControllerServiceCapability { r#type: None },
+        ];
+        let set = ControllerCapabilities::from_response(&caps);
+        assert_eq!(
+            set.0.into_iter().collect::<Vec<_>>(),
+            vec![ControllerCapability::CreateDeleteVolume, ControllerCapability::ModifyVolume]
+        );
+    }
+
+    #[test]
+    fn plugin_services_and_expansion() {
+        let caps = [
+            PluginCapability {
+                r#type: Some(pc::Type::Service(pc::Service { r#type: PluginService::ControllerService as i32 })),
+            },
+            PluginCapability {
+                r#type: Some(pc::Type::Service(pc::Service { r#type: PluginService::GroupControllerService as i32 })),
+            },
+            PluginCapability {
+                r#type: Some(pc::Type::VolumeExpansion(pc::VolumeExpansion { r#type: VolumeExpansion::Online as i32 })),
+            },
+        ];
+        let set = PluginCapabilities::from_response(&caps);
+        assert!(set.has(PluginService::ControllerService));
+        assert!(set.has(PluginService::GroupControllerService));
+        assert!(!set.has(PluginService::VolumeAccessibilityConstraints));
+        assert!(set.volume_expansion.contains(&VolumeExpansion::Online));
+    }
+}

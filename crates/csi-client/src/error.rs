@@ -1,1 +1,227 @@
-//! todo
+//! One error taxonomy for every CSI call, so that the sidecars decide retries
+//! the same way upstream's do.
+//!
+//! Upstream (csi-lib-utils users, reference docs): Canceled, DeadlineExceeded,
+//! Unavailable, Aborted and any non-gRPC failure mean the operation may still be
+//! running in the plugin ("in progress": call again with the same name to find
+//! out). ResourceExhausted is non-final too, but the provisioner reacts to it by
+//! rescheduling, so it has its own kind. InvalidArgument, OutOfRange and NotFound
+//! can never succeed as asked ("infeasible"; a subset of final). Every other
+//! gRPC code is final.
+
+use std::time::Duration;
+
+use tonic::Code;
+
+/// What the caller should conclude from a failed CSI call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Disposition {
+    /// The plugin may still be working on it; the outcome is unknown.
+    InProgress,
+    /// Out of capacity; may succeed elsewhere or later.
+    ResourceExhausted,
+    /// The request can never succeed as asked.
+    Infeasible,
+    /// The plugin gave a definite answer: nothing was done.
+    Final,
+}
+
+impl Disposition {
+    /// Whether the plugin definitely stopped working on the request.
+    pub fn is_final(self) -> bool {
+        matches!(self, Disposition::Final | Disposition::Infeasible)
+    }
+
+    /// Classifies a gRPC status code.
+    pub fn of_code(code: Code) -> Disposition {
+        match code {
+            Code::Cancelled | Code::DeadlineExceeded | Code::Unavailable | Code::Aborted => Disposition::InProgress,
+            Code::ResourceExhausted => Disposition::ResourceExhausted,
+            Code::InvalidArgument | Code::OutOfRange | Code::NotFound => Disposition::Infeasible,
+            _ => Disposition::Final,
+        }
+    }
+}
+
+/// A failed CSI call.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The plugin answered with a gRPC status.
+    #[error("{method}: rpc error: code = {code} desc = {message}", code = go_code_name(status.code()), message = status.message())]
+    Status { method: &'static str, status: tonic::Status },
+    /// No answer within the caller's timeout.
+    #[error("{method}: rpc error: code = DeadlineExceeded desc = no answer within {timeout:?}")]
+    Timeout { method: &'static str, timeout: Duration },
+}
+
+impl CallError {
+    /// How to treat the failure (see the module docs).
+    pub fn disposition(&self) -> Disposition {
+        match self {
+            CallError::Status { status, .. } => {
+                if is_transport_failure(status) {
+                    Disposition::InProgress
+                } else {
+                    Disposition::of_code(status.code())
+                }
+            }
+            CallError::Timeout { .. } => Disposition::InProgress,
+        }
+    }
+
+    /// The gRPC code, with a timeout reported as DeadlineExceeded.
+    pub fn code(&self) -> Code {
+        match self {
+            CallError::Status { status, .. } => status.code(),
+            CallError::Timeout { .. } => Code::DeadlineExceeded,
+        }
+    }
+
+    /// The plugin's message, without the method prefix.
+    pub fn message(&self) -> String {
+        match self {
+            CallError::Status { status, .. } => status.message().to_string(),
+            CallError::Timeout { timeout, .. } => format!("no answer within {timeout:?}"),
+        }
+    }
+
+    /// The `grpc_status_code` metric label for this failure.
+    pub fn metric_code(&self) -> &'static str {
+        match self {
+            CallError::Status { status, .. } if is_transport_failure(status) => NON_GRPC,
+            other => go_code_name(other.code()),
+        }
+    }
+}
+
+/// Metric label used by csi-lib-utils for failures that are not gRPC statuses.
+pub const NON_GRPC: &str = "unknown-non-grpc";
+
+/// tonic reports a broken connection as a status it made up itself (Unknown or
+/// Unavailable with a transport source); upstream counts those as non-gRPC errors.
+fn is_transport_failure(status: &tonic::Status) -> bool {
+    use std::error::Error as _;
+    status.source().is_some_and(|s| s.downcast_ref::<tonic::transport::Error>().is_some())
+}
+
+/// Go's `codes.Code.String()` spelling, which upstream metrics and logs use.
+pub fn go_code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "Canceled",
+        Code::Unknown => "Unknown",
+        Code::InvalidArgument => "InvalidArgument",
+        Code::DeadlineExceeded => "DeadlineExceeded",
+        Code::NotFound => "NotFound",
+        Code::AlreadyExists => "AlreadyExists",
+        Code::PermissionDenied => "PermissionDenied",
+        Code::ResourceExhausted => "ResourceExhausted",
+        Code::FailedPrecondition => "FailedPrecondition",
+        Code::Aborted => "Aborted",
+        Code::OutOfRange => "OutOfRange",
+        Code::Unimplemented => "Unimplemented",
+        Code::Internal => "Internal",
+        Code::Unavailable => "Unavailable",
+        Code::DataLoss => "DataLoss",
+        Code::Unauthenticated => "Unauthenticated",
+    }
+}
+
+/// Parses a Go-style code name (as written in fault configs and by humans).
+pub fn code_from_go_name(name: &str) -> Option<Code> {
+    const ALL: [Code; 17] = [
+        Code::Ok,
+        Code::Cancelled,
+        Code::Unknown,
+        Code::InvalidArgument,
+        Code::DeadlineExceeded,
+        Code::NotFound,
+        Code::AlreadyExists,
+        Code::PermissionDenied,
+        Code::ResourceExhausted,
+        Code::FailedPrecondition,
+        Code::Aborted,
+        Code::OutOfRange,
+        Code::Unimplemented,
+        Code::Internal,
+        Code::Unavailable,
+        Code::DataLoss,
+        Code::Unauthenticated,
+    ];
+    let wanted = name.replace('_', "").to_ascii_lowercase();
+    ALL.into_iter().find(|c| go_code_name(*c).to_ascii_lowercase() == wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_classify_as_upstream() {
+        use Disposition::*;
+        let table = [
+            (Code::Ok, Final),
+            (Code::Cancelled, InProgress),
+            (Code::Unknown, Final),
+            (Code::InvalidArgument, Infeasible),
+            (Code::DeadlineExceeded, InProgress),
+            (Code::NotFound, Infeasible),
+            (Code::AlreadyExists, Final),
+            (Code::PermissionDenied, Final),
+            (Code::ResourceExhausted, ResourceExhausted),
+            (Code::FailedPrecondition, Final),
+            (Code::Aborted, InProgress),
+            (Code::OutOfRange, Infeasible),
+            (Code::Unimplemented, Final),
+            (Code::Internal, Final),
+            (Code::Unavailable, InProgress),
+            (Code::DataLoss, Final),
+            (Code::Unauthenticated, Final),
+        ];
+        for (code, want) in table {
+            assert_eq!(Disposition::of_code(code), want, "{code:?}");
+            let err = CallError::Status { method: "/csi.v1.Controller/CreateVolume", status: tonic::Status::new(code, "x") };
+            assert_eq!(err.disposition(), want, "{code:?}");
+            assert_eq!(want.is_final(), matches!(want, Final | Infeasible));
+        }
+    }
+
+    #[test]
+    fn timeouts_are_in_progress() {
+        let err = CallError::Timeout { method: "/csi.v1.Controller/CreateVolume", timeout: Duration::from_secs(10) };
+        assert_eq!(err.disposition(), Disposition::InProgress);
+        assert_eq!(err.code(), Code::DeadlineExceeded);
+        assert_eq!(err.metric_code(), "DeadlineExceeded");
+    }
+
+    #[test]
+    fn go_names_round_trip() {
+        let table = [
+            (Code::Cancelled, "Canceled"),
+            (Code::InvalidArgument, "InvalidArgument"),
+            (Code::DeadlineExceeded, "DeadlineExceeded"),
+            (Code::ResourceExhausted, "ResourceExhausted"),
+            (Code::Ok, "OK"),
+            (Code::Unavailable, "Unavailable"),
+        ];
+        for (code, name) in table {
+            assert_eq!(go_code_name(code), name);
+            assert_eq!(code_from_go_name(name), Some(code));
+        }
+        assert_eq!(code_from_go_name("DEADLINE_EXCEEDED"), Some(Code::DeadlineExceeded));
+        assert_eq!(code_from_go_name("nonsense"), None);
+    }
+
+    #[test]
+    fn message_names_code_and_text() {
+        let err = CallError::Status {
+            method: "/csi.v1.Controller/DeleteVolume",
+            status: tonic::Status::failed_precondition("volume in use"),
+        };
+        assert_eq!(
+            err.to_string(),
+            "/csi.v1.Controller/DeleteVolume: rpc error: code = FailedPrecondition desc = volume in use"
+        );
+        assert_eq!(err.message(), "volume in use");
+    }
+}

@@ -22,3 +22,8 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/csi_redaction.rs"));
 }
 
+
+pub use client::CsiClient;
+pub use connection::{Connection, Endpoint, connect};
+pub use error::{CallError, Disposition};
+pub use metrics::OperationMetrics;

@@ -39,9 +39,8 @@ fn main() -> BuildResult<()> {
 
 /// Every csi.v1 message with at least one `csi_secret` field, and those fields' names.
 fn messages_with_secrets(pool: &DescriptorPool) -> BuildResult<Vec<(MessageDescriptor, Vec<String>)>> {
-    let secret = pool
-        .get_extension_by_name("csi.v1.csi_secret")
-        .ok_or("csi.proto does not declare the csi_secret option")?;
+    let secret =
+        pool.get_extension_by_name("csi.v1.csi_secret").ok_or("csi.proto does not declare the csi_secret option")?;
     let mut found = Vec::new();
     for message in pool.all_messages().filter(|m| m.package_name() == "csi.v1") {
         let secrets: Vec<String> = message
@@ -112,12 +111,17 @@ fn redaction_source(messages: &[(MessageDescriptor, Vec<String>)]) -> String {
     writeln!(src, "/// `{{key: value}}`; lets tests prove that no secret survives formatting.").unwrap();
     writeln!(src, "#[cfg(test)]").unwrap();
     writeln!(src, "pub(crate) fn debug_with_secret(key: &str, value: &str) -> Vec<(&'static str, String)> {{").unwrap();
-    writeln!(src, "    let secrets: ::std::collections::HashMap<String, String> = [(key.to_string(), value.to_string())].into();").unwrap();
+    writeln!(
+        src,
+        "    let secrets: ::std::collections::HashMap<String, String> = [(key.to_string(), value.to_string())].into();"
+    )
+    .unwrap();
     writeln!(src, "    vec![").unwrap();
     for (message, secrets) in messages {
         let name = message.name();
         let sets: String = secrets.iter().map(|s| format!("m.{} = secrets.clone(); ", rust_field(s))).collect();
-        writeln!(src, "        ({name:?}, {{ let mut m = {name}::default(); {sets}format!(\"{{m:?}} {{m:#?}}\") }}),").unwrap();
+        writeln!(src, "        ({name:?}, {{ let mut m = {name}::default(); {sets}format!(\"{{m:?}} {{m:#?}}\") }}),")
+            .unwrap();
     }
     writeln!(src, "    ]\n}}").unwrap();
     src

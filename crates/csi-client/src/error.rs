@@ -180,7 +180,8 @@ mod tests {
         ];
         for (code, want) in table {
             assert_eq!(Disposition::of_code(code), want, "{code:?}");
-            let err = CallError::Status { method: "/csi.v1.Controller/CreateVolume", status: tonic::Status::new(code, "x") };
+            let err =
+                CallError::Status { method: "/csi.v1.Controller/CreateVolume", status: tonic::Status::new(code, "x") };
             assert_eq!(err.disposition(), want, "{code:?}");
             assert_eq!(want.is_final(), matches!(want, Final | Infeasible));
         }

@@ -22,7 +22,6 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/csi_redaction.rs"));
 }
 
-
 pub use client::CsiClient;
 pub use connection::{Connection, Endpoint, connect};
 pub use error::{CallError, Disposition};

@@ -102,8 +102,14 @@ mod tests {
         assert!(text.contains(r#"csi_sidecar_operations_seconds_count{driver_name="unknown-driver",method_name="/csi.v1.Identity/GetPluginInfo",grpc_status_code="OK"} 1"#), "{text}");
         assert!(text.contains(r#"csi_sidecar_operations_seconds_bucket{le="5.0",driver_name="hostpath.csi.k8s.io",method_name="/csi.v1.Controller/CreateVolume",grpc_status_code="DeadlineExceeded"} 1"#), "{text}");
         assert!(text.contains(r#"csi_sidecar_operations_seconds_bucket{le="2.5",driver_name="hostpath.csi.k8s.io",method_name="/csi.v1.Controller/CreateVolume",grpc_status_code="DeadlineExceeded"} 0"#), "{text}");
-        for bound in ["0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "15.0", "25.0", "50.0", "120.0", "300.0", "600.0", "+Inf"] {
-            assert!(text.contains(&format!("le=\"{bound}\",driver_name=\"hostpath.csi.k8s.io\"")), "bucket {bound} missing: {text}");
+        for bound in [
+            "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "15.0", "25.0", "50.0", "120.0", "300.0", "600.0",
+            "+Inf",
+        ] {
+            assert!(
+                text.contains(&format!("le=\"{bound}\",driver_name=\"hostpath.csi.k8s.io\"")),
+                "bucket {bound} missing: {text}"
+            );
         }
     }
 }

@@ -1,110 +1,17 @@
 //! csi-client against an in-process tonic plugin on a real unix socket.
 
+mod fake_plugin;
+
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use csi_client::proto::{self, controller_server, identity_server};
-use csi_client::{CsiClient, Disposition, Endpoint, OperationMetrics, connect};
+use csi_client::proto;
+use csi_client::{CsiClient, Disposition, OperationMetrics, connect};
+use fake_plugin::{FakePlugin, endpoint, serve, start};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use tokio::net::UnixListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use tokio_stream::wrappers::UnixListenerStream;
-use tonic::{Request, Response, Status};
-
-/// A plugin whose answers each test scripts.
-#[derive(Clone, Default)]
-struct FakePlugin {
-    name: String,
-    probes: Arc<Mutex<VecDeque<Result<Option<bool>, tonic::Code>>>>,
-    create_delay: Duration,
-    seen_secrets: Arc<Mutex<Vec<String>>>,
-}
-
-#[tonic::async_trait]
-impl identity_server::Identity for FakePlugin {
-    async fn get_plugin_info(
-        &self,
-        _: Request<proto::GetPluginInfoRequest>,
-    ) -> Result<Response<proto::GetPluginInfoResponse>, Status> {
-        Ok(Response::new(proto::GetPluginInfoResponse {
-            name: self.name.clone(),
-            vendor_version: "1.0.0".into(),
-            manifest: Default::default(),
-        }))
-    }
-
-    async fn probe(&self, _: Request<proto::ProbeRequest>) -> Result<Response<proto::ProbeResponse>, Status> {
-        let next = self.probes.lock().unwrap().pop_front().unwrap_or(Ok(Some(true)));
-        match next {
-            Ok(ready) => Ok(Response::new(proto::ProbeResponse { ready })),
-            Err(code) => Err(Status::new(code, "scripted probe failure")),
-        }
-    }
-}
-
-#[tonic::async_trait]
-impl controller_server::Controller for FakePlugin {
-    async fn create_volume(
-        &self,
-        request: Request<proto::CreateVolumeRequest>,
-    ) -> Result<Response<proto::CreateVolumeResponse>, Status> {
-        tokio::time::sleep(self.create_delay).await;
-        let request = request.into_inner();
-        self.seen_secrets.lock().unwrap().extend(request.secrets.values().cloned());
-        if request.name.is_empty() {
-            return Err(Status::invalid_argument("name missing"));
-        }
-        Ok(Response::new(proto::CreateVolumeResponse {
-            volume: Some(proto::Volume { volume_id: format!("id-{}", request.name), capacity_bytes: 1, ..Default::default() }),
-        }))
-    }
-}
-
-struct Running {
-    _dir: tempfile::TempDir,
-    socket: PathBuf,
-    stop: Option<oneshot::Sender<()>>,
-    server: JoinHandle<()>,
-}
-
-impl Running {
-    /// Stops the plugin the way an exiting process does: its connections close.
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.server.await.unwrap();
-    }
-}
-
-fn serve(plugin: FakePlugin, socket: &Path) -> (oneshot::Sender<()>, JoinHandle<()>) {
-    let listener = UnixListener::bind(socket).unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        tonic::transport::Server::builder()
-            .add_service(identity_server::IdentityServer::new(plugin.clone()))
-            .add_service(controller_server::ControllerServer::new(plugin))
-            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), async {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-    });
-    (stop, server)
-}
-
-fn start(plugin: FakePlugin) -> Running {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("csi.sock");
-    let (stop, server) = serve(plugin, &socket);
-    Running { _dir: dir, socket, stop: Some(stop), server }
-}
-
-fn endpoint(socket: &Path) -> Endpoint {
-    format!("unix://{}", socket.display()).parse().unwrap()
-}
 
 fn metrics_text(registry: &Registry) -> String {
     let mut out = String::new();
@@ -162,7 +69,7 @@ async fn notices_a_plugin_that_dies_without_goodbye() {
     // The client talks to a proxy in front of the plugin; aborting the proxy
     // closes the socket abruptly, as a killed plugin process does.
     let running = start(FakePlugin { name: "killed.csi".into(), ..Default::default() });
-    let front = running._dir.path().join("front.sock");
+    let front = running.dir.path().join("front.sock");
     let listener = UnixListener::bind(&front).unwrap();
     let backend = running.socket.clone();
     let proxy = tokio::spawn(async move {
@@ -212,7 +119,8 @@ async fn a_slow_call_times_out_as_deadline_exceeded() {
     let client = CsiClient::new(&connection, Duration::from_millis(300), metrics);
 
     let started = Instant::now();
-    let err = client.create_volume(proto::CreateVolumeRequest { name: "v".into(), ..Default::default() }).await.unwrap_err();
+    let err =
+        client.create_volume(proto::CreateVolumeRequest { name: "v".into(), ..Default::default() }).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     assert_eq!(err.code(), tonic::Code::DeadlineExceeded, "{err}");
     assert_eq!(err.disposition(), Disposition::InProgress);

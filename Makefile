@@ -1,0 +1,53 @@
+# csi-sidecars — see README.md.
+#   make build   release binaries into target/release
+#   make test    unit tests + csi-sanity + end-to-end tests against a real control plane
+#   make lint    rustfmt and clippy, warnings are errors
+
+CARGO ?= cargo
+E2E_PACKAGE := csi-sidecars-e2e
+
+.PHONY: build test unit sanity e2e e2e-tests lint tools cluster-up cluster-down clean
+
+build:
+	$(CARGO) build --release --workspace --bins
+
+test: unit sanity e2e
+
+# Everything that needs no control plane.
+unit:
+	$(CARGO) test --workspace --exclude $(E2E_PACKAGE)
+
+# The hostpath plugin against the upstream CSI conformance suite.
+sanity: tools
+	$(CARGO) build -p hostpath-plugin
+	HOSTPATH_PLUGIN=$(CURDIR)/target/debug/hostpath-plugin bash e2e/sanity.sh
+
+# Real processes against a real etcd + kube-apiserver + kube-controller-manager.
+# The cluster is stopped afterwards whether the tests pass or not.
+e2e: tools
+	$(CARGO) build --workspace --bins
+	bash e2e/cluster.sh up
+	status=0; $(CARGO) test -p $(E2E_PACKAGE) || status=$$?; bash e2e/cluster.sh down; exit $$status
+
+# Only the tests, against a cluster that is already up (for iterating).
+e2e-tests:
+	$(CARGO) build --workspace --bins
+	$(CARGO) test -p $(E2E_PACKAGE)
+
+# Go-built test tools (etcd, kube-apiserver, kube-controller-manager, csi-sanity, helm), cached.
+tools:
+	bash e2e/tools.sh build
+
+cluster-up:
+	bash e2e/cluster.sh up
+
+cluster-down:
+	bash e2e/cluster.sh down
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	-bash e2e/cluster.sh down
+	$(CARGO) clean

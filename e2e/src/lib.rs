@@ -1,0 +1,16 @@
+//! The end-to-end harness.
+//!
+//! Every test talks to the real control plane that `e2e/cluster.sh` runs
+//! (etcd, kube-apiserver, kube-controller-manager on loopback), starts real
+//! plugin and sidecar processes, works in a namespace of its own, waits with
+//! bounded timeouts, and on failure prints the logs of every process it started.
+
+mod cluster;
+mod namespace;
+mod process;
+mod wait;
+
+pub use cluster::{Cluster, repo_root};
+pub use namespace::TestNamespace;
+pub use process::{Process, Scenario, binary};
+pub use wait::{eventually, wait_for};

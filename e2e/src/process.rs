@@ -1,0 +1,137 @@
+//! Real processes for a test: the plugin and the sidecars, each logging to a
+//! file that is printed if the test fails.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::repo_root;
+
+/// Path of a workspace binary built by `cargo build --bins` (as `make e2e` does).
+pub fn binary(name: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
+    let profile = std::env::var("E2E_PROFILE").unwrap_or_else(|_| "debug".to_string());
+    let path = target.join(profile).join(name);
+    assert!(path.exists(), "{} is missing: run `cargo build --bins` first (`make e2e` does)", path.display());
+    path
+}
+
+/// The files and processes of one test. When the test panics, the logs of
+/// every process it started are printed as it unwinds.
+pub struct Scenario {
+    name: String,
+    dir: tempfile::TempDir,
+    logs: Vec<(String, PathBuf)>,
+}
+
+impl Scenario {
+    pub fn new(name: &str) -> Scenario {
+        // Short paths: a unix socket path must stay under 108 bytes.
+        let dir = tempfile::Builder::new().prefix("e2e-").tempdir().expect("scenario dir");
+        Scenario { name: name.to_string(), dir, logs: Vec::new() }
+    }
+
+    /// A path inside this scenario's private folder.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts `binary` with `args`; stdout and stderr go to `<name>.log`.
+    pub fn start(&mut self, name: &str, binary: &Path, args: &[String]) -> Process {
+        let log_path = self.path(&format!("{name}.log"));
+        let log = File::create(&log_path).expect("log file");
+        let child = Command::new(binary)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log fd"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+        self.logs.push((name.to_string(), log_path.clone()));
+        Process { name: name.to_string(), child: Some(child), log: log_path }
+    }
+
+    /// Starts the project's hostpath-plugin on a socket in this scenario;
+    /// returns the process and the socket path.
+    pub fn hostpath_plugin(&mut self, name: &str, extra_args: &[&str]) -> (Process, PathBuf) {
+        let socket = self.path(&format!("{name}.sock"));
+        let state = self.path(&format!("{name}-state"));
+        let mut args = vec![
+            format!("--endpoint=unix://{}", socket.display()),
+            format!("--state-dir={}", state.display()),
+            "--node-id=e2e-node".to_string(),
+        ];
+        args.extend(extra_args.iter().map(|a| a.to_string()));
+        let process = self.start(name, &binary("hostpath-plugin"), &args);
+        (process, socket)
+    }
+}
+
+impl Drop for Scenario {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for (name, path) in &self.logs {
+            let text = std::fs::read_to_string(path).unwrap_or_else(|e| format!("(unreadable: {e})"));
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(300)..];
+            eprintln!("===== {} / {name} ({} lines, last {}) =====", self.name, lines.len(), tail.len());
+            for line in tail {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+/// A started process; killed (SIGKILL) when dropped so no test leaves one behind.
+pub struct Process {
+    name: String,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Process {
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Everything the process has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// kill -9: no cleanup, as a crash or an OOM kill.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM, then waits for the exit; returns the exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        child.wait().ok().and_then(|s| s.code())
+    }
+
+    /// The exit code, if the process has ended on its own.
+    pub fn exited(&mut self) -> Option<i32> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(status)) => Some(status.code().unwrap_or(-1)),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}

@@ -1,0 +1,444 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on loopback for the e2e tests:
+# etcd + kube-apiserver + kube-controller-manager (volume controllers), built by e2e/tools.sh.
+#
+#   e2e/cluster.sh up       start the cluster, or reuse a healthy one started earlier (idempotent)
+#   e2e/cluster.sh down     stop exactly the processes `up` started and remove the state directory
+#   e2e/cluster.sh status   print the state; exit 0 when healthy, 1 when unhealthy, 3 when not started
+#   e2e/cluster.sh env      print `export KUBECONFIG=...` for eval
+#
+# State, certificates and logs live in $CLUSTER_DIR (default e2e/.cluster): kubeconfig, logs/*.log, pids/*.pid.
+# Authentication: the kubeconfig holds a client certificate with CN=e2e-admin, O=system:masters (RBAC is on, so
+# tests can still check other identities through impersonation or ServiceAccount tokens).
+#
+# Environment (defaults in brackets):
+#   CLUSTER_DIR [e2e/.cluster]           CLUSTER_APISERVER_PORT [26443]   CLUSTER_ETCD_PORT [22379]
+#   CLUSTER_ETCD_PEER_PORT [22380]       CLUSTER_KCM_PORT [20257]         CLUSTER_TIMEOUT [120] seconds per wait
+#   CLUSTER_APISERVER_EXTRA_ARGS, CLUSTER_KCM_EXTRA_ARGS, CLUSTER_ETCD_EXTRA_ARGS: extra flags (word-split)
+#   CLUSTER_ETCD_BIN, CLUSTER_APISERVER_BIN, CLUSTER_KCM_BIN: use these binaries instead of e2e/tools.sh's
+set -euo pipefail
+
+E2E_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CLUSTER_DIR="${CLUSTER_DIR:-$E2E_DIR/.cluster}"
+mkdir -p "$(dirname "$CLUSTER_DIR")"
+CLUSTER_DIR="$(cd "$(dirname "$CLUSTER_DIR")" && pwd)/$(basename "$CLUSTER_DIR")"
+PKI="$CLUSTER_DIR/pki"
+LOGS="$CLUSTER_DIR/logs"
+PIDS="$CLUSTER_DIR/pids"
+KUBECONFIG_FILE="$CLUSTER_DIR/kubeconfig"
+STATE_ENV="$CLUSTER_DIR/cluster.env"
+TIMEOUT="${CLUSTER_TIMEOUT:-120}"
+COMPONENTS=(etcd kube-apiserver kube-controller-manager) # start order; stopped in reverse
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+usage() {
+	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}" >&2
+	exit 2
+}
+
+load_ports() {
+	# A running cluster keeps the ports it was started with, whatever the environment says now.
+	if [[ -f "$STATE_ENV" ]]; then
+		# shellcheck disable=SC1090
+		source "$STATE_ENV"
+	else
+		APISERVER_PORT="${CLUSTER_APISERVER_PORT:-26443}"
+		ETCD_PORT="${CLUSTER_ETCD_PORT:-22379}"
+		ETCD_PEER_PORT="${CLUSTER_ETCD_PEER_PORT:-22380}"
+		KCM_PORT="${CLUSTER_KCM_PORT:-20257}"
+	fi
+}
+
+# ---------------------------------------------------------------- processes
+
+pid_of() { [[ -f "$PIDS/$1.pid" ]] && cat "$PIDS/$1.pid" || true; }
+
+# is_ours PID: the process is alive and is one we started (its command line names our state directory),
+# so a recycled pid is never killed.
+is_ours() {
+	local pid="$1"
+	[[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$CLUSTER_DIR/" || return 1
+	alive "$pid"
+}
+
+# start NAME BINARY ARGS...: run detached in its own session; the pid file is written by the process itself
+# (before exec), so it is right whether or not setsid had to fork.
+start() {
+	local name="$1"
+	shift
+	mkdir -p "$LOGS" "$PIDS"
+	# shellcheck disable=SC2016 # $$ and $@ belong to the inner shell
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$PIDS/$name.pid" "$@" \
+		</dev/null >>"$LOGS/$name.log" 2>&1 8>&- 9>&- &
+	local i
+	for i in $(seq 50); do
+		[[ -s "$PIDS/$name.pid" ]] && return 0
+		sleep 0.1
+	done
+	die "$name did not start (no pid file)"
+}
+
+# alive PID: the process exists and is not a finished zombie. While a process exits, its command line reads
+# empty and its main thread may already be a zombie while other threads still hold the listening sockets, so
+# waiting for exit relies on neither.
+alive() {
+	[[ -d "/proc/$1" ]] || return 1
+	[[ "$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null)" != Z ]] && return 0
+	local tasks=("/proc/$1/task/"*)
+	((${#tasks[@]} > 1))
+}
+
+# stop NAME [SIGNAL]: SIGTERM (or SIGNAL), SIGKILL after 10 s; returns once the process is gone.
+stop() {
+	local name="$1" sig="${2:-TERM}" pid i
+	pid="$(pid_of "$name")"
+	if is_ours "$pid"; then
+		kill -"$sig" "$pid" 2>/dev/null || true
+		for i in $(seq 100); do
+			alive "$pid" || break
+			sleep 0.1
+		done
+		if alive "$pid"; then
+			log "$name (pid $pid) ignored SIG$sig for 10 s, sending SIGKILL"
+			kill -KILL "$pid" 2>/dev/null || true
+			for i in $(seq 100); do
+				alive "$pid" || break
+				sleep 0.1
+			done
+		fi
+		if alive "$pid"; then
+			log "warning: $name (pid $pid) is still running after SIGKILL"
+		else
+			log "stopped $name (pid $pid)"
+		fi
+	fi
+	rm -f "$PIDS/$name.pid"
+}
+
+stop_all() {
+	local i
+	for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop "${COMPONENTS[i]}" "$@"; done
+}
+
+tail_log() {
+	local name="$1"
+	if [[ -s "$LOGS/$name.log" ]]; then
+		printf '[cluster] ---- last 40 lines of %s ----\n' "$LOGS/$name.log" >&2
+		tail -n 40 "$LOGS/$name.log" >&2
+		printf '[cluster] ---- end of %s ----\n' "$name.log" >&2
+	else
+		log "($LOGS/$name.log is empty or missing)"
+	fi
+}
+
+# ---------------------------------------------------------------- health
+
+curl_admin() {
+	curl -sS --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"
+}
+
+healthy() {
+	case "$1" in
+	etcd) curl -s --max-time 5 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"' ;;
+	kube-apiserver) [[ "$(curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz" 2>/dev/null)" == ok ]] ;;
+	kube-controller-manager) [[ "$(curl -sk --max-time 5 "https://127.0.0.1:$KCM_PORT/healthz" 2>/dev/null)" == ok ]] ;;
+	esac
+}
+
+# probe NAME: one line, "healthy" or why not (a single request: with etcd gone, /readyz takes 4 s to answer)
+probe() {
+	local name="$1" pid out
+	pid="$(pid_of "$name")"
+	if [[ -z "$pid" ]]; then
+		echo "not started (no pid file)"
+		return
+	elif ! is_ours "$pid"; then
+		echo "DEAD: pid $pid is not running (see $LOGS/$name.log)"
+		return
+	fi
+	case "$name" in
+	etcd)
+		out="$(curl -sS --max-time 5 "http://127.0.0.1:$ETCD_PORT/health" 2>&1 || true)"
+		[[ "$out" == *'"health":"true"'* ]] && out=ok
+		;;
+	kube-apiserver)
+		out="$(curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz?verbose" 2>&1 || true)"
+		[[ "$out" == *"readyz check passed"* ]] && out=ok || out="$(echo "$out" | grep -v '^\[+\]')"
+		;;
+	kube-controller-manager) out="$(curl -sSk --max-time 5 "https://127.0.0.1:$KCM_PORT/healthz" 2>&1 || true)" ;;
+	esac
+	if [[ "$out" == ok ]]; then
+		echo healthy
+	else
+		echo "pid $pid running but unhealthy: $(echo "$out" | tr '\n' ' ' | cut -c1-300)"
+	fi
+}
+
+wait_healthy() {
+	local name="$1" t0 pid
+	t0="$(now)"
+	pid="$(pid_of "$name")"
+	while ! healthy "$name"; do
+		if ! is_ours "$pid"; then
+			log "$name (pid $pid) exited during startup"
+			tail_log "$name"
+			return 1
+		fi
+		if awk -v a="$t0" -v b="$(now)" -v t="$TIMEOUT" 'BEGIN { exit !(b - a > t) }'; then
+			log "$name not healthy after ${TIMEOUT} s: $(probe "$name")"
+			tail_log "$name"
+			return 1
+		fi
+		sleep 0.25
+	done
+	log "$name ready in $(since "$t0") s (pid $pid)"
+}
+
+# ---------------------------------------------------------------- setup
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# check_ports [GRACE]: every port is free (waiting up to GRACE seconds for ports of processes just stopped)
+check_ports() {
+	local grace="${1:-0}" bad=0 var port who t0
+	t0="$(now)"
+	for var in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT; do
+		port="${!var}"
+		if ! [[ "$port" =~ ^[0-9]+$ ]] || ((port < 1 || port > 65535)); then
+			die "CLUSTER_$var='$port' is not a port number"
+		fi
+		while port_busy "$port" && awk -v a="$t0" -v b="$(now)" -v g="$grace" 'BEGIN { exit !(b - a < g) }'; do
+			sleep 0.2
+		done
+		if port_busy "$port"; then
+			who="$(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o 'users:(.*)' | head -n1 || true)"
+			log "port 127.0.0.1:$port (CLUSTER_$var) is already in use${who:+ by $who}"
+			bad=1
+		fi
+	done
+	((bad == 0)) || die "busy port(s): stop whatever uses them or choose others, e.g. CLUSTER_APISERVER_PORT=36443"
+}
+
+binary() {
+	local name="$1" override="$2"
+	if [[ -n "$override" ]]; then
+		[[ -x "$override" ]] || die "$override (from the environment) is not an executable"
+		echo "$override"
+	else
+		bash "$E2E_DIR/tools.sh" path "$name" || die "could not build $name (see above)"
+	fi
+}
+
+gen_pki() {
+	mkdir -p "$PKI"
+	(
+		cd "$PKI"
+		# One CA signs the serving certificate and the admin client certificate; EC P-256, PKCS#8 keys.
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key 2>/dev/null
+		openssl req -x509 -new -key ca.key -subj "/CN=csi-sidecars-e2e-ca" -days 3650 -out ca.crt \
+			-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out apiserver.key 2>/dev/null
+		openssl req -new -key apiserver.key -subj "/CN=kube-apiserver" -out apiserver.csr
+		printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature" \
+			"extendedKeyUsage=serverAuth" \
+			"subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
+			>apiserver.ext
+		openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+			-extfile apiserver.ext -out apiserver.crt 2>/dev/null
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out admin.key 2>/dev/null
+		openssl req -new -key admin.key -subj "/O=system:masters/CN=e2e-admin" -out admin.csr
+		printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature" \
+			"extendedKeyUsage=clientAuth" >admin.ext
+		openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+			-extfile admin.ext -out admin.crt 2>/dev/null
+		# ServiceAccount token signing key (RS256).
+		openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key 2>/dev/null
+		openssl pkey -in sa.key -pubout -out sa.pub
+		rm -f ./*.csr ./*.ext ./*.srl
+		chmod 600 ./*.key
+	) || die "certificate generation with openssl failed"
+}
+
+write_kubeconfig() {
+	local b64="base64 -w0"
+	umask 077
+	cat >"$KUBECONFIG_FILE" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: csi-sidecars-e2e
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $($b64 <"$PKI/ca.crt")
+users:
+- name: e2e-admin
+  user:
+    client-certificate-data: $($b64 <"$PKI/admin.crt")
+    client-key-data: $($b64 <"$PKI/admin.key")
+contexts:
+- name: csi-sidecars-e2e
+  context:
+    cluster: csi-sidecars-e2e
+    user: e2e-admin
+current-context: csi-sidecars-e2e
+EOF
+}
+
+# ---------------------------------------------------------------- verbs
+
+cmd_up() {
+	local t0 etcd_bin apiserver_bin kcm_bin c
+	t0="$(now)"
+	load_ports
+	if [[ -d "$PIDS" ]] && compgen -G "$PIDS/*.pid" >/dev/null; then
+		local -A state=()
+		local bad=0
+		for c in "${COMPONENTS[@]}"; do
+			state[$c]="$(probe "$c")"
+			[[ "${state[$c]}" == healthy ]] || bad=1
+		done
+		if ((bad == 0)) && [[ -s "$KUBECONFIG_FILE" ]]; then
+			log "reusing the healthy cluster at https://127.0.0.1:$APISERVER_PORT (checked in $(since "$t0") s)"
+			if [[ -n "${CLUSTER_APISERVER_PORT:-}" && "$CLUSTER_APISERVER_PORT" != "$APISERVER_PORT" ]]; then
+				log "note: CLUSTER_APISERVER_PORT=$CLUSTER_APISERVER_PORT is ignored while this cluster runs (down first)"
+			fi
+			log "KUBECONFIG=$KUBECONFIG_FILE"
+			return 0
+		fi
+		log "the cluster in $CLUSTER_DIR is not healthy:"
+		for c in "${COMPONENTS[@]}"; do log "  $c: ${state[$c]}"; done
+		for c in "${COMPONENTS[@]}"; do
+			[[ "${state[$c]}" == healthy ]] || tail_log "$c"
+		done
+		log "restarting the whole cluster (its data is discarded)"
+		stop_all KILL
+		rm -rf "$CLUSTER_DIR"
+		load_ports
+		check_ports 10
+	else
+		rm -rf "$CLUSTER_DIR"
+		load_ports
+		check_ports
+	fi
+
+	etcd_bin="$(binary etcd "${CLUSTER_ETCD_BIN:-}")"
+	apiserver_bin="$(binary kube-apiserver "${CLUSTER_APISERVER_BIN:-}")"
+	kcm_bin="$(binary kube-controller-manager "${CLUSTER_KCM_BIN:-}")"
+
+	mkdir -p "$CLUSTER_DIR" "$LOGS" "$PIDS"
+	cat >"$STATE_ENV" <<EOF
+APISERVER_PORT=$APISERVER_PORT
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+KCM_PORT=$KCM_PORT
+EOF
+	gen_pki
+	write_kubeconfig
+	log "state in $CLUSTER_DIR (pki, logs, pids) prepared at +$(since "$t0") s"
+
+	local peer="http://127.0.0.1:$ETCD_PEER_PORT" client="http://127.0.0.1:$ETCD_PORT"
+	# shellcheck disable=SC2086
+	start etcd "$etcd_bin" --name=e2e --data-dir="$CLUSTER_DIR/etcd" \
+		--listen-client-urls="$client" --advertise-client-urls="$client" \
+		--listen-peer-urls="$peer" --initial-advertise-peer-urls="$peer" --initial-cluster="e2e=$peer" \
+		--initial-cluster-state=new --unsafe-no-fsync --log-level=warn ${CLUSTER_ETCD_EXTRA_ARGS:-}
+	wait_healthy etcd || { stop_all; die "etcd failed to start"; }
+
+	# shellcheck disable=SC2086
+	start kube-apiserver "$apiserver_bin" \
+		--etcd-servers="$client" \
+		--bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+		--advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
+		--service-cluster-ip-range=10.0.0.0/24 \
+		--cert-dir="$CLUSTER_DIR/apiserver-certs" \
+		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+		--client-ca-file="$PKI/ca.crt" \
+		--authorization-mode=RBAC \
+		--service-account-issuer=https://kubernetes.default.svc \
+		--service-account-signing-key-file="$PKI/sa.key" --service-account-key-file="$PKI/sa.pub" \
+		--disable-admission-plugins=ServiceAccount \
+		--allow-privileged=true \
+		${CLUSTER_APISERVER_EXTRA_ARGS:-}
+	wait_healthy kube-apiserver || { stop_all; die "kube-apiserver failed to start"; }
+
+	# shellcheck disable=SC2086
+	start kube-controller-manager "$kcm_bin" \
+		--kubeconfig="$KUBECONFIG_FILE" \
+		--authentication-kubeconfig="$KUBECONFIG_FILE" --authorization-kubeconfig="$KUBECONFIG_FILE" \
+		--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller \
+		--leader-elect=false \
+		--bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$CLUSTER_DIR/kcm-certs" \
+		--use-service-account-credentials=false \
+		${CLUSTER_KCM_EXTRA_ARGS:-}
+	wait_healthy kube-controller-manager || { stop_all; die "kube-controller-manager failed to start"; }
+
+	log "cluster up in $(since "$t0") s: https://127.0.0.1:$APISERVER_PORT ($(version_line))"
+	log "KUBECONFIG=$KUBECONFIG_FILE"
+}
+
+version_line() {
+	curl_admin "https://127.0.0.1:$APISERVER_PORT/version" 2>/dev/null |
+		sed -n 's/.*"gitVersion": *"\([^"]*\)".*/kube-apiserver \1/p' || true
+}
+
+cmd_down() {
+	load_ports
+	if [[ -d "$PIDS" ]]; then
+		stop_all
+	else
+		log "no cluster state in $CLUSTER_DIR"
+	fi
+	rm -rf "$CLUSTER_DIR"
+	log "down: removed $CLUSTER_DIR"
+}
+
+cmd_status() {
+	load_ports
+	if [[ ! -d "$PIDS" ]] || ! compgen -G "$PIDS/*.pid" >/dev/null; then
+		echo "cluster: not started ($CLUSTER_DIR has no pid files)"
+		return 3
+	fi
+	local c ok=0 st
+	for c in "${COMPONENTS[@]}"; do
+		st="$(probe "$c")"
+		if [[ "$st" == healthy ]]; then
+			echo "$c: healthy (pid $(pid_of "$c"))"
+		else
+			echo "$c: $st"
+			ok=1
+		fi
+	done
+	echo "endpoints: apiserver https://127.0.0.1:$APISERVER_PORT, etcd http://127.0.0.1:$ETCD_PORT" \
+		"(peer $ETCD_PEER_PORT), kcm https://127.0.0.1:$KCM_PORT"
+	echo "kubeconfig: $KUBECONFIG_FILE"
+	if ((ok == 0)); then
+		echo "cluster: healthy ($(version_line))"
+	else
+		echo "cluster: UNHEALTHY (logs in $LOGS)"
+	fi
+	return "$ok"
+}
+
+cmd_env() {
+	echo "export KUBECONFIG=$KUBECONFIG_FILE"
+}
+
+verb="${1:-}"
+[[ $# -gt 0 ]] && shift
+[[ $# -eq 0 ]] || usage
+case "$verb" in
+up | down)
+	# `up` and `down` never run concurrently for the same state directory.
+	exec 8>"$CLUSTER_DIR.lock"
+	flock 8
+	"cmd_$verb"
+	;;
+status) cmd_status ;;
+env) cmd_env ;;
+*) usage ;;
+esac

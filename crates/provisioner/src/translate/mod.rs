@@ -1,0 +1,23 @@
+//! The provisioner's rules as pure functions: plain inputs (claims, classes, nodes, CSI messages, flags) to plain
+//! outputs (decisions, CreateVolume requests, PersistentVolumes, refusals with the user-facing text). No I/O.
+//!
+//! A provisioning attempt, as the controller drives it:
+//! 1. [`claim_filter::claim_decision`]: is the claim ours, and is it time?
+//! 2. [`data_source::claim_data_source`], then [`create_volume::create_volume_plan`]: every check needing no read.
+//! 3. The controller resolves the content source, then [`topology::accessibility_requirements`],
+//!    [`secrets::secret_references`] (and reads the provisioner Secret), and reads the VolumeAttributesClass.
+//! 4. [`create_volume::create_volume_request`], CreateVolume, and on failure [`refusal::create_volume_failure`].
+//! 5. [`persistent_volume::persistent_volume`] for the answer.
+
+pub mod access_modes;
+pub mod claim_filter;
+pub mod create_volume;
+pub mod data_source;
+pub mod names;
+pub mod parameters;
+pub mod persistent_volume;
+pub mod provisioner;
+pub mod quantity;
+pub mod refusal;
+pub mod secrets;
+pub mod topology;

@@ -1,0 +1,132 @@
+//! Every annotation, finalizer, label, StorageClass parameter key and event reason the provisioner reads or writes,
+//! spelled exactly as upstream external-provisioner and its library spell them (reference §3).
+
+// ---- Claim annotations -------------------------------------------------------------------------------------------
+
+/// The provisioner the cluster's PV controller asks to provision a claim.
+pub const ANN_STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
+/// The older spelling of [`ANN_STORAGE_PROVISIONER`], read when the new one is absent.
+pub const ANN_BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storage-provisioner";
+/// The CSI driver an in-tree claim or volume was migrated to.
+pub const ANN_MIGRATED_TO: &str = "pv.kubernetes.io/migrated-to";
+/// The node the scheduler picked for a WaitForFirstConsumer claim.
+pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+/// The Kubernetes 1.11 spelling of [`ANN_SELECTED_NODE`]; read for the node name only.
+pub const ANN_ALPHA_SELECTED_NODE: &str = "volume.alpha.kubernetes.io/selected-node";
+/// The legacy way to name a claim's StorageClass; it wins over `spec.storageClassName`.
+pub const ANN_BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
+
+// ---- PersistentVolume annotations and finalizers ----------------------------------------------------------------
+
+/// Which provisioner created a volume (the StorageClass's `provisioner`).
+pub const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
+/// Name of the provisioner secret, kept on the PV for DeleteVolume.
+pub const ANN_PROVISIONER_DELETION_SECRET_NAME: &str = "volume.kubernetes.io/provisioner-deletion-secret-name";
+/// Namespace of the provisioner secret, kept on the PV for DeleteVolume.
+pub const ANN_PROVISIONER_DELETION_SECRET_NAMESPACE: &str =
+    "volume.kubernetes.io/provisioner-deletion-secret-namespace";
+/// Name of the controller-modify secret, read by external-resizer for ControllerModifyVolume.
+pub const ANN_CONTROLLER_MODIFY_SECRET_NAME: &str = "volume.kubernetes.io/controller-modify-secret-name";
+/// Namespace of the controller-modify secret, read by external-resizer for ControllerModifyVolume.
+pub const ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE: &str = "volume.kubernetes.io/controller-modify-secret-namespace";
+/// Keeps a PV with reclaim policy Delete until the backend volume is deleted.
+pub const FINALIZER_PV: &str = "external-provisioner.volume.kubernetes.io/finalizer";
+/// Protects a claim that is the source of a clone in progress.
+pub const FINALIZER_CLONE_PROTECTION: &str = "provisioner.storage.kubernetes.io/cloning-protection";
+/// Protects a VolumeSnapshot that is the source of a restore in progress.
+pub const FINALIZER_SNAPSHOT_SOURCE_PROTECTION: &str =
+    "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection";
+/// On a VolumeSnapshotContent: a restore may change the volume mode.
+pub const ANN_ALLOW_VOLUME_MODE_CHANGE: &str = "snapshot.storage.kubernetes.io/allow-volume-mode-change";
+/// `spec.csi.volumeAttributes` key naming the provisioner instance that created the volume.
+pub const VOLUME_ATTRIBUTE_PROVISIONER_IDENTITY: &str = "storage.kubernetes.io/csiProvisionerIdentity";
+
+// ---- StorageClass parameters ------------------------------------------------------------------------------------
+
+/// Parameters with this prefix are for the provisioner and never reach CreateVolume.
+pub const RESERVED_PARAMETER_PREFIX: &str = "csi.storage.k8s.io/";
+
+pub const PARAM_FSTYPE: &str = "csi.storage.k8s.io/fstype";
+pub const PARAM_SECRET_NAME: &str = "csi.storage.k8s.io/secret-name";
+pub const PARAM_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/secret-namespace";
+pub const PARAM_PROVISIONER_SECRET_NAME: &str = "csi.storage.k8s.io/provisioner-secret-name";
+pub const PARAM_PROVISIONER_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/provisioner-secret-namespace";
+pub const PARAM_CONTROLLER_PUBLISH_SECRET_NAME: &str = "csi.storage.k8s.io/controller-publish-secret-name";
+pub const PARAM_CONTROLLER_PUBLISH_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/controller-publish-secret-namespace";
+pub const PARAM_NODE_STAGE_SECRET_NAME: &str = "csi.storage.k8s.io/node-stage-secret-name";
+pub const PARAM_NODE_STAGE_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/node-stage-secret-namespace";
+pub const PARAM_NODE_PUBLISH_SECRET_NAME: &str = "csi.storage.k8s.io/node-publish-secret-name";
+pub const PARAM_NODE_PUBLISH_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/node-publish-secret-namespace";
+pub const PARAM_CONTROLLER_EXPAND_SECRET_NAME: &str = "csi.storage.k8s.io/controller-expand-secret-name";
+pub const PARAM_CONTROLLER_EXPAND_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/controller-expand-secret-namespace";
+pub const PARAM_NODE_EXPAND_SECRET_NAME: &str = "csi.storage.k8s.io/node-expand-secret-name";
+pub const PARAM_NODE_EXPAND_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/node-expand-secret-namespace";
+pub const PARAM_CONTROLLER_MODIFY_SECRET_NAME: &str = "csi.storage.k8s.io/controller-modify-secret-name";
+pub const PARAM_CONTROLLER_MODIFY_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/controller-modify-secret-namespace";
+
+/// Every reserved key the provisioner understands (item 11); any other reserved key is refused.
+pub const RESERVED_PARAMETERS: [&str; 17] = [
+    PARAM_FSTYPE,
+    PARAM_SECRET_NAME,
+    PARAM_SECRET_NAMESPACE,
+    PARAM_PROVISIONER_SECRET_NAME,
+    PARAM_PROVISIONER_SECRET_NAMESPACE,
+    PARAM_CONTROLLER_PUBLISH_SECRET_NAME,
+    PARAM_CONTROLLER_PUBLISH_SECRET_NAMESPACE,
+    PARAM_NODE_STAGE_SECRET_NAME,
+    PARAM_NODE_STAGE_SECRET_NAMESPACE,
+    PARAM_NODE_PUBLISH_SECRET_NAME,
+    PARAM_NODE_PUBLISH_SECRET_NAMESPACE,
+    PARAM_CONTROLLER_EXPAND_SECRET_NAME,
+    PARAM_CONTROLLER_EXPAND_SECRET_NAMESPACE,
+    PARAM_NODE_EXPAND_SECRET_NAME,
+    PARAM_NODE_EXPAND_SECRET_NAMESPACE,
+    PARAM_CONTROLLER_MODIFY_SECRET_NAME,
+    PARAM_CONTROLLER_MODIFY_SECRET_NAMESPACE,
+];
+
+/// Deprecated fstype key (matched case-insensitively); honoured, passed through to the driver.
+pub const DEPRECATED_PARAM_FSTYPE: &str = "fstype";
+pub const DEPRECATED_PARAM_PROVISIONER_SECRET_NAME: &str = "csiProvisionerSecretName";
+pub const DEPRECATED_PARAM_PROVISIONER_SECRET_NAMESPACE: &str = "csiProvisionerSecretNamespace";
+pub const DEPRECATED_PARAM_CONTROLLER_PUBLISH_SECRET_NAME: &str = "csiControllerPublishSecretName";
+pub const DEPRECATED_PARAM_CONTROLLER_PUBLISH_SECRET_NAMESPACE: &str = "csiControllerPublishSecretNamespace";
+pub const DEPRECATED_PARAM_NODE_STAGE_SECRET_NAME: &str = "csiNodeStageSecretName";
+pub const DEPRECATED_PARAM_NODE_STAGE_SECRET_NAMESPACE: &str = "csiNodeStageSecretNamespace";
+pub const DEPRECATED_PARAM_NODE_PUBLISH_SECRET_NAME: &str = "csiNodePublishSecretName";
+pub const DEPRECATED_PARAM_NODE_PUBLISH_SECRET_NAMESPACE: &str = "csiNodePublishSecretNamespace";
+
+/// `--extra-create-metadata` keys added to the CreateVolume parameters.
+pub const PARAM_PVC_NAME: &str = "csi.storage.k8s.io/pvc/name";
+pub const PARAM_PVC_NAMESPACE: &str = "csi.storage.k8s.io/pvc/namespace";
+pub const PARAM_PV_NAME: &str = "csi.storage.k8s.io/pv/name";
+
+// ---- Data sources -----------------------------------------------------------------------------------------------
+
+pub const KIND_VOLUME_SNAPSHOT: &str = "VolumeSnapshot";
+pub const SNAPSHOT_API_GROUP: &str = "snapshot.storage.k8s.io";
+pub const KIND_PERSISTENT_VOLUME_CLAIM: &str = "PersistentVolumeClaim";
+
+// ---- Kubernetes enum values -------------------------------------------------------------------------------------
+
+pub const VOLUME_MODE_BLOCK: &str = "Block";
+pub const BINDING_WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
+pub const ACCESS_READ_WRITE_ONCE: &str = "ReadWriteOnce";
+pub const ACCESS_READ_ONLY_MANY: &str = "ReadOnlyMany";
+pub const ACCESS_READ_WRITE_MANY: &str = "ReadWriteMany";
+pub const ACCESS_READ_WRITE_ONCE_POD: &str = "ReadWriteOncePod";
+/// The resource name of a claim's size request and a volume's capacity.
+pub const RESOURCE_STORAGE: &str = "storage";
+
+// ---- Events -----------------------------------------------------------------------------------------------------
+
+/// Normal, before each attempt; also "Assuming an external populator will provision the volume".
+pub const EVENT_PROVISIONING: &str = "Provisioning";
+/// Warning, with the error text.
+pub const EVENT_PROVISIONING_FAILED: &str = "ProvisioningFailed";
+/// Normal, `Successfully provisioned volume <pv>`.
+pub const EVENT_PROVISIONING_SUCCEEDED: &str = "ProvisioningSucceeded";
+/// Warning on the PV when DeleteVolume fails.
+pub const EVENT_VOLUME_FAILED_DELETE: &str = "VolumeFailedDelete";
+/// Event source component of the provisioner's own events (library events use `<driver>_<host>_<uuid>`).
+pub const EVENT_COMPONENT: &str = "external-provisioner";

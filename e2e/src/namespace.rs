@@ -22,10 +22,8 @@ impl TestNamespace {
     pub async fn create(client: &kube::Client, prefix: &str) -> TestNamespace {
         let name = format!("e2e-{prefix}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
         let namespaces: Api<Namespace> = Api::all(client.clone());
-        let namespace = Namespace {
-            metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
-            ..Default::default()
-        };
+        let namespace =
+            Namespace { metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() }, ..Default::default() };
         namespaces.create(&PostParams::default(), &namespace).await.expect("create test namespace");
         TestNamespace { name }
     }
@@ -45,9 +43,7 @@ impl Drop for TestNamespace {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
             runtime.block_on(async move {
                 let Ok(kubeconfig) = kube::config::Kubeconfig::read_from(&kubeconfig) else { return };
-                let Ok(config) =
-                    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await
-                else {
+                let Ok(config) = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await else {
                     return;
                 };
                 let Ok(client) = kube::Client::try_from(config) else { return };

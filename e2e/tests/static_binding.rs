@@ -111,8 +111,10 @@ async fn static_volumes_bind_only_when_volume_modes_match() {
                     .await
                     .map(|l| l.items)
                     .unwrap_or_default();
-                listed.iter().any(|e| e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("persistentvolume-controller")
-                    || e.reporting_component.as_deref() == Some("persistentvolume-controller"))
+                listed.iter().any(|e| {
+                    e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("persistentvolume-controller")
+                        || e.reporting_component.as_deref() == Some("persistentvolume-controller")
+                })
             })
             .await;
             let claim = claims.get(claim_name).await.unwrap();

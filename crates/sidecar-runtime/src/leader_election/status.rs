@@ -1,0 +1,143 @@
+//! Whether this process leads, shared between the elector (which writes it),
+//! the `/healthz/leader-election` check and the `leader_election_master_status`
+//! gauge (which read it).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// How far past the lease duration a leader's last renewal may be before the
+/// health check fails: csi-lib-utils registers client-go's adaptor with 20 s.
+pub const HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
+
+type MasterStatus = Family<Vec<(String, String)>, Gauge>;
+
+/// Shared leadership state. Cheap to clone; all clones see the same state.
+#[derive(Clone, Default)]
+pub struct LeaderStatus {
+    state: Arc<Mutex<State>>,
+    master_status: MasterStatus,
+}
+
+#[derive(Default)]
+struct State {
+    leading: bool,
+    last_renewal: Option<Instant>,
+    lease_duration: Duration,
+    lock_name: Option<String>,
+}
+
+impl LeaderStatus {
+    pub fn new() -> LeaderStatus {
+        LeaderStatus::default()
+    }
+
+    /// Registers client-go's `leader_election_master_status{name}` gauge: 1 while
+    /// this process leads the named Lease, 0 otherwise.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease",
+            self.master_status.clone(),
+        );
+    }
+
+    /// Called once by the elector, before it first tries the Lease.
+    pub(crate) fn elector_started(&self, lock_name: &str, lease_duration: Duration) {
+        let mut state = self.state.lock().expect("leader status lock");
+        state.lock_name = Some(lock_name.to_string());
+        state.lease_duration = lease_duration;
+        self.master_status.get_or_create(&label(lock_name)).set(0);
+    }
+
+    /// The Lease was acquired or renewed at `at`.
+    pub(crate) fn renewed(&self, at: Instant) {
+        let mut state = self.state.lock().expect("leader status lock");
+        state.leading = true;
+        state.last_renewal = Some(at);
+        if let Some(name) = &state.lock_name {
+            self.master_status.get_or_create(&label(name)).set(1);
+        }
+    }
+
+    /// Leadership ended (lost or released).
+    pub(crate) fn stopped(&self) {
+        let mut state = self.state.lock().expect("leader status lock");
+        state.leading = false;
+        if let Some(name) = &state.lock_name {
+            self.master_status.get_or_create(&label(name)).set(0);
+        }
+    }
+
+    pub fn is_leading(&self) -> bool {
+        self.state.lock().expect("leader status lock").leading
+    }
+
+    /// client-go's `HealthzAdaptor` check: a process that does not lead is
+    /// healthy; a leader is unhealthy once its last successful renewal is older
+    /// than the lease duration plus `tolerance`, i.e. its elector is stuck.
+    pub fn check(&self, now: Instant, tolerance: Duration) -> Result<(), String> {
+        let state = self.state.lock().expect("leader status lock");
+        if !state.leading {
+            return Ok(());
+        }
+        let Some(last_renewal) = state.last_renewal else { return Ok(()) };
+        let since = now.saturating_duration_since(last_renewal);
+        if since > state.lease_duration + tolerance {
+            let name = state.lock_name.as_deref().unwrap_or("");
+            return Err(format!("failed election to renew leadership on lease {name}"));
+        }
+        Ok(())
+    }
+}
+
+fn label(lock_name: &str) -> Vec<(String, String)> {
+    vec![("name".to_string(), lock_name.to_string())]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_follows_client_go() {
+        let status = LeaderStatus::new();
+        let t0 = Instant::now();
+        assert_eq!(status.check(t0, HEALTH_TOLERANCE), Ok(()), "no elector: healthy");
+
+        status.elector_started("lock", Duration::from_secs(15));
+        assert_eq!(status.check(t0 + Duration::from_secs(3600), HEALTH_TOLERANCE), Ok(()), "not leading: healthy");
+
+        status.renewed(t0);
+        assert!(status.is_leading());
+        assert_eq!(status.check(t0 + Duration::from_secs(35), HEALTH_TOLERANCE), Ok(()), "at the limit: healthy");
+        let err = status.check(t0 + Duration::from_secs(36), HEALTH_TOLERANCE).unwrap_err();
+        assert!(err.contains("lock"), "{err}");
+
+        status.renewed(t0 + Duration::from_secs(30));
+        assert_eq!(status.check(t0 + Duration::from_secs(36), HEALTH_TOLERANCE), Ok(()), "renewed again");
+
+        status.stopped();
+        assert!(!status.is_leading());
+        assert_eq!(status.check(t0 + Duration::from_secs(3600), HEALTH_TOLERANCE), Ok(()));
+    }
+
+    #[test]
+    fn the_gauge_shows_leadership() {
+        let mut registry = Registry::default();
+        let status = LeaderStatus::new();
+        status.register(&mut registry);
+        status.elector_started("hostpath-csi-k8s-io", Duration::from_secs(15));
+        let render = |registry: &Registry| {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+            text
+        };
+        assert!(render(&registry).contains("leader_election_master_status{name=\"hostpath-csi-k8s-io\"} 0"));
+        status.renewed(Instant::now());
+        assert!(render(&registry).contains("leader_election_master_status{name=\"hostpath-csi-k8s-io\"} 1"));
+    }
+}

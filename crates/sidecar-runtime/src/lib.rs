@@ -1,0 +1,32 @@
+//! What every CSI sidecar shares, written once so that a driver author can
+//! swap the upstream images for ours by changing only the image: the same
+//! flags, Lease names, metric names, health endpoints and events.
+//!
+//! - [`flags`]: the common command line, in Go syntax (`-csi-address=/x`, `--v=5`, `15s`).
+//! - [`kube_client`] and [`rate_limit`]: the Kubernetes client with client-go's QPS/burst limit.
+//! - [`leader_election`]: Lease-based leader election that interoperates with client-go.
+//! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`.
+//! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
+//! - [`events`]: core/v1 Events as client-go records them.
+//! - [`logging`]: tracing to stderr, text or JSON, verbosity from `-v`.
+//! - [`shutdown`] and [`run`]: SIGTERM handling, draining, leading while running.
+//! - [`Sidecar`]: the handful of calls a sidecar's `main.rs` makes.
+
+pub mod events;
+pub mod flags;
+pub mod http;
+pub mod kube_client;
+pub mod leader_election;
+pub mod logging;
+pub mod queue;
+pub mod rate_limit;
+pub mod run;
+pub mod shutdown;
+mod sidecar;
+
+pub use events::{EventRecorder, EventType};
+pub use flags::{CommonArgs, FeatureGates, LoggingFormat, RetryArgs};
+pub use queue::{Outcome, QueueMetrics, RetryPolicy, WorkItem, WorkQueue};
+pub use run::{LeadershipLost, RELEASE_LEADER_ELECTION_ON_EXIT};
+pub use shutdown::Shutdown;
+pub use sidecar::{Sidecar, StartError};

@@ -1,0 +1,163 @@
+//! Client-side rate limiting of Kubernetes API requests, as client-go's token
+//! bucket (`--kube-api-qps`, `--kube-api-burst`): up to `burst` requests at
+//! once, refilled at `qps` per second. kube-rs has no such limiter; this is a
+//! tower layer for `kube::client::ClientBuilder::with_layer`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
+use tower::{Layer, Service};
+
+/// The bucket itself, without clocks of its own.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    qps: f64,
+    burst: f64,
+    tokens: f64,
+    refilled_at: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket. A burst of 0 is taken as 1: nothing could ever pass otherwise.
+    pub fn new(qps: f64, burst: u32, now: Instant) -> TokenBucket {
+        let burst = f64::from(burst.max(1));
+        TokenBucket { qps, burst, tokens: burst, refilled_at: now }
+    }
+
+    /// Takes a token, or says how long until one is available.
+    pub fn take(&mut self, now: Instant) -> Result<(), Duration> {
+        let elapsed = now.saturating_duration_since(self.refilled_at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
+        self.refilled_at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.qps))
+        }
+    }
+}
+
+/// Limits the wrapped service to `qps` requests per second with bursts of
+/// `burst`. All services made by one layer share one bucket.
+#[derive(Debug, Clone)]
+pub struct RateLimitLayer {
+    bucket: Option<Arc<Mutex<TokenBucket>>>,
+}
+
+impl RateLimitLayer {
+    /// client-go's rules: a QPS of 0 means the default of 5, a negative QPS
+    /// means no limit.
+    pub fn new(qps: f32, burst: u32) -> RateLimitLayer {
+        let qps = if qps == 0.0 { 5.0 } else { f64::from(qps) };
+        let bucket = (qps > 0.0).then(|| Arc::new(Mutex::new(TokenBucket::new(qps, burst, Instant::now()))));
+        RateLimitLayer { bucket }
+    }
+
+    pub fn is_unlimited(&self) -> bool {
+        self.bucket.is_none()
+    }
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimited<S>;
+
+    fn layer(&self, inner: S) -> RateLimited<S> {
+        RateLimited { inner, bucket: self.bucket.clone(), waiting: None, holds_token: false }
+    }
+}
+
+/// A service that waits for a token before it reports ready.
+pub struct RateLimited<S> {
+    inner: S,
+    bucket: Option<Arc<Mutex<TokenBucket>>>,
+    waiting: Option<Pin<Box<Sleep>>>,
+    /// A token was taken for the next call; it is not given back if the caller
+    /// polls again before calling.
+    holds_token: bool,
+}
+
+impl<S, R> Service<R> for RateLimited<S>
+where
+    S: Service<R>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if let Some(bucket) = &self.bucket {
+            while !self.holds_token {
+                if let Some(waiting) = self.waiting.as_mut() {
+                    ready!(waiting.as_mut().poll(cx));
+                    self.waiting = None;
+                }
+                let taken = bucket.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take(Instant::now());
+                match taken {
+                    Ok(()) => self.holds_token = true,
+                    Err(wait) => self.waiting = Some(Box::pin(tokio::time::sleep(wait))),
+                }
+            }
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        self.holds_token = false;
+        self.inner.call(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[test]
+    fn bucket_allows_a_burst_then_qps() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(5.0, 10, start);
+        for _ in 0..10 {
+            assert_eq!(bucket.take(start), Ok(()));
+        }
+        assert_eq!(bucket.take(start), Err(Duration::from_millis(200)));
+        assert_eq!(bucket.take(start + Duration::from_millis(200)), Ok(()));
+        assert!(bucket.take(start + Duration::from_millis(300)).is_err());
+        // A long pause refills at most `burst` tokens.
+        let later = start + Duration::from_secs(3600);
+        for _ in 0..10 {
+            assert_eq!(bucket.take(later), Ok(()));
+        }
+        assert!(bucket.take(later).is_err());
+    }
+
+    #[test]
+    fn client_go_special_values() {
+        assert!(RateLimitLayer::new(-1.0, 10).is_unlimited());
+        assert!(!RateLimitLayer::new(0.0, 10).is_unlimited());
+        let mut bucket = TokenBucket::new(1.0, 0, Instant::now());
+        assert_eq!(bucket.take(Instant::now()), Ok(()), "burst 0 still lets one through");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_layer_spaces_requests_out() {
+        let layer = RateLimitLayer::new(2.0, 3);
+        let mut service = layer.layer(tower::service_fn(|request: u32| async move { Ok::<_, Infallible>(request) }));
+        let start = Instant::now();
+        let mut finished = Vec::new();
+        for i in 0..7 {
+            service.ready().await.unwrap();
+            service.call(i).await.unwrap();
+            finished.push(start.elapsed());
+        }
+        let ms = |list: &[u64]| list.iter().map(|m| Duration::from_millis(*m)).collect::<Vec<_>>();
+        assert_eq!(finished, ms(&[0, 0, 0, 500, 1000, 1500, 2000]));
+    }
+}

@@ -1,0 +1,158 @@
+//! The few calls a sidecar's `main.rs` makes, in order:
+//!
+//! ```ignore
+//! let args: Args = sidecar_runtime::flags::parse();
+//! args.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
+//! let mut sidecar = Sidecar::start(&args.common).await?;      // logging, signals, Kubernetes client
+//! let csi_metrics = OperationMetrics::register(sidecar.registry());
+//! // ... connect to the driver, learn its name ...
+//! sidecar.serve_http().await?;                                  // metrics + health, on every replica
+//! let lease = leader_election::provisioner_lease_name(&driver);
+//! sidecar.run(&lease, args.timeout, |stop| controller.run(stop)).await?;
+//! ```
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::EventRecorder;
+use crate::flags::{CommonArgs, FeatureGates};
+use crate::http::{HttpError, HttpOptions};
+use crate::kube_client::{KubeClientError, KubeClientOptions};
+use crate::leader_election::{self, LeaderElectionConfig, LeaderElector, LeaderStatus};
+use crate::logging::LoggingError;
+use crate::run::{self, RELEASE_LEADER_ELECTION_ON_EXIT};
+use crate::shutdown::Shutdown;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Logging(#[from] LoggingError),
+    #[error(transparent)]
+    KubeClient(#[from] KubeClientError),
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    #[error(transparent)]
+    LeaderElection(#[from] leader_election::ConfigError),
+}
+
+/// The shared runtime of one sidecar process.
+pub struct Sidecar {
+    args: CommonArgs,
+    kube_config: kube::Config,
+    client: kube::Client,
+    registry: Option<Registry>,
+    leader_status: LeaderStatus,
+    leader_identity: Option<String>,
+    shutdown: Shutdown,
+}
+
+impl Sidecar {
+    /// Installs logging (`-v`, `--logging-format`), starts listening for
+    /// SIGTERM/SIGINT and builds the rate-limited Kubernetes client.
+    pub async fn start(args: &CommonArgs) -> Result<Sidecar, StartError> {
+        crate::logging::init(args)?;
+        if args.vmodule.is_some() {
+            tracing::warn!("--vmodule is accepted but has no effect; use -v or RUST_LOG");
+        }
+        let shutdown = Shutdown::on_signals();
+        let options = KubeClientOptions::from_args(args);
+        let kube_config = crate::kube_client::config(&options).await?;
+        let client = crate::kube_client::client_from_config(kube_config.clone(), options.qps, options.burst)?;
+        Ok(Sidecar {
+            args: args.clone(),
+            kube_config,
+            client,
+            registry: Some(Registry::default()),
+            leader_status: LeaderStatus::new(),
+            leader_identity: None,
+            shutdown,
+        })
+    }
+
+    /// The Kubernetes client every controller shares (and its rate limit).
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    pub fn args(&self) -> &CommonArgs {
+        &self.args
+    }
+
+    pub fn feature_gates(&self) -> FeatureGates {
+        self.args.feature_gates()
+    }
+
+    /// Fires on SIGTERM/SIGINT.
+    pub fn shutdown(&self) -> &Shutdown {
+        &self.shutdown
+    }
+
+    /// An event recorder whose events come from `component` (upstream
+    /// examples: `external-resizer <driver>`, `csi-snapshotter <driver>`).
+    pub fn events(&self, component: impl Into<String>) -> EventRecorder {
+        EventRecorder::new(self.client.clone(), component)
+    }
+
+    /// The metrics registry, for registering before [`Sidecar::serve_http`].
+    ///
+    /// # Panics
+    /// After `serve_http`: the registry is being served then.
+    pub fn registry(&mut self) -> &mut Registry {
+        self.registry.as_mut().expect("register metrics before serve_http")
+    }
+
+    /// Overrides the leader-election identity (default: the hostname). Only for
+    /// tests and tools that run several electors on one host.
+    pub fn set_leader_identity(&mut self, identity: impl Into<String>) {
+        self.leader_identity = Some(identity.into());
+    }
+
+    /// Serves metrics and health checks on `--http-endpoint` (or the deprecated
+    /// `--metrics-address`) if set. Returns the bound address.
+    pub async fn serve_http(&mut self) -> Result<Option<SocketAddr>, StartError> {
+        let mut registry = self.registry.take().unwrap_or_default();
+        let leader = self.args.leader_election.then(|| self.leader_status.clone());
+        if let Some(leader) = &leader {
+            leader.register(&mut registry);
+        }
+        let Some(options) = HttpOptions::from_args(&self.args) else { return Ok(None) };
+        Ok(Some(crate::http::serve(&options, Arc::new(registry), leader).await?))
+    }
+
+    /// Runs `controllers` until shutdown, under leader election on `lease_name`
+    /// when `--leader-election` is set. The token passed to `controllers` fires
+    /// on SIGTERM/SIGINT; after that they get `drain` to finish in-flight work.
+    /// If the Lease is lost, the process exits 1 at once, as upstream.
+    pub async fn run<F, Fut>(self, lease_name: &str, drain: Duration, controllers: F) -> Result<(), StartError>
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        if !self.args.leader_election {
+            run::run_without_leader_election(&self.shutdown, drain, controllers).await;
+            return Ok(());
+        }
+        let mut config = LeaderElectionConfig::from_args(&self.args, lease_name)?;
+        if let Some(identity) = &self.leader_identity {
+            config.identity = leader_election::sanitize_name(identity);
+        }
+        // A client of its own, as csi-lib-utils gives the elector: controller
+        // traffic must not hold up renewals in the shared rate limiter.
+        let client = crate::kube_client::client_from_config(
+            self.kube_config.clone(),
+            self.args.kube_api_qps,
+            self.args.kube_api_burst,
+        )?;
+        let elector = LeaderElector::new(client, config, self.leader_status.clone());
+        let release = self.feature_gates().enabled(RELEASE_LEADER_ELECTION_ON_EXIT, false);
+        match run::run_with_leader_election(elector, &self.shutdown, release, drain, controllers).await {
+            Ok(()) => Ok(()),
+            Err(lost) => lost.exit(),
+        }
+    }
+}

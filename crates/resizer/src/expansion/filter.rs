@@ -1,0 +1,106 @@
+//! Which claim updates the expansion controller looks at (reference §3.2 item 6). Adds always queue the claim;
+//! deletes forget it.
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::claim::{annotation, requested_size, resize_status, status_capacity};
+use crate::names::ANN_STORAGE_RESIZER;
+use crate::quantity::quantity_bytes;
+
+/// Whether an update of a claim queues it for expansion.
+pub fn claim_update_needs_sync(
+    old: &PersistentVolumeClaim,
+    new: &PersistentVolumeClaim,
+    recover_volume_expansion_failure: bool,
+) -> bool {
+    let old_request = bytes(requested_size(old));
+    let new_request = bytes(requested_size(new));
+    let request_changed =
+        if recover_volume_expansion_failure { new_request != old_request } else { new_request > old_request };
+    request_changed
+        || annotation(old, ANN_STORAGE_RESIZER) != annotation(new, ANN_STORAGE_RESIZER)
+        || old.metadata.resource_version == new.metadata.resource_version
+        || bytes(status_capacity(new)) > bytes(status_capacity(old))
+        || (recover_volume_expansion_failure && resize_status(old) != resize_status(new))
+}
+
+/// A missing or unreadable size reads as zero, as Go's map lookup of a `Quantity` does.
+fn bytes(quantity: Option<&Quantity>) -> i64 {
+    quantity.and_then(|q| quantity_bytes(q).ok()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::{
+        PersistentVolumeClaimSpec, PersistentVolumeClaimStatus, VolumeResourceRequirements,
+    };
+
+    use super::*;
+
+    fn claim(
+        version: &str,
+        request: &str,
+        capacity: &str,
+        status: &str,
+        resizer: Option<&str>,
+    ) -> PersistentVolumeClaim {
+        let mut claim = PersistentVolumeClaim::default();
+        claim.metadata.resource_version = Some(version.into());
+        claim.metadata.labels = None;
+        claim.metadata.annotations =
+            resizer.map(|r| BTreeMap::from([("volume.kubernetes.io/storage-resizer".to_string(), r.to_string())]));
+        claim.spec = Some(PersistentVolumeClaimSpec {
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".into(), Quantity(request.into()))])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        claim.status = Some(PersistentVolumeClaimStatus {
+            capacity: Some(BTreeMap::from([("storage".into(), Quantity(capacity.into()))])),
+            allocated_resource_statuses: (!status.is_empty())
+                .then(|| BTreeMap::from([("storage".into(), status.to_string())])),
+            ..Default::default()
+        });
+        claim
+    }
+
+    #[test]
+    fn updates_that_queue_a_claim() {
+        let base = claim("1", "1Gi", "1Gi", "", None);
+        // (rule, new claim, gate on, queued)
+        let table = [
+            ("§3 item 6: request grew", claim("2", "2Gi", "1Gi", "", None), false, true),
+            ("§3 item 6: request shrank, gate off: ignored", claim("2", "512Mi", "1Gi", "", None), false, false),
+            ("§3 item 6: request shrank, gate on: queued", claim("2", "512Mi", "1Gi", "", None), true, true),
+            (
+                "§3 item 6: resizer annotation changed",
+                claim("2", "1Gi", "1Gi", "", Some("ebs.csi.aws.com")),
+                false,
+                true,
+            ),
+            ("§3 item 6: resync (same resourceVersion)", claim("1", "1Gi", "1Gi", "", None), false, true),
+            ("§3 item 6: capacity grew", claim("2", "1Gi", "2Gi", "", None), false, true),
+            ("§3 item 6: capacity shrank: ignored", claim("2", "1Gi", "512Mi", "", None), false, false),
+            (
+                "§3 item 6: resize status changed, gate on",
+                claim("2", "1Gi", "1Gi", "NodeResizePending", None),
+                true,
+                true,
+            ),
+            (
+                "§3 item 6: resize status changed, gate off",
+                claim("2", "1Gi", "1Gi", "NodeResizePending", None),
+                false,
+                false,
+            ),
+            ("§3 item 6: any other change is ignored", claim("2", "1Gi", "1Gi", "", None), true, false),
+        ];
+        for (rule, new, gate, want) in table {
+            assert_eq!(claim_update_needs_sync(&base, &new, gate), want, "{rule}");
+        }
+    }
+}

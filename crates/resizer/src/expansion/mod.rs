@@ -1,0 +1,12 @@
+//! Volume expansion (reference §3): which claim updates matter ([`filter`]), which pods keep claims in use
+//! ([`in_use`]), what one sync does ([`decide`]), the ControllerExpandVolume request ([`request`]) and what its
+//! answer writes back ([`result`]).
+
+pub mod decide;
+pub mod filter;
+pub mod in_use;
+pub mod request;
+pub mod result;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,108 @@
+//! Every annotation, condition type, status value, event reason, feature gate and parameter key the resizer reads
+//! or writes, spelled exactly as upstream external-resizer and Kubernetes spell them (reference §2–§4).
+
+// ---- Annotations --------------------------------------------------------------------------------------------------
+
+/// On a claim: the CSI driver KCM hands an in-tree (migrated) claim to. Read, never written (§3 item 12).
+pub const ANN_STORAGE_RESIZER: &str = "volume.kubernetes.io/storage-resizer";
+/// On a PV: the claim's `status.capacity` before a controller expansion that still needs the node step
+/// (AnnotateFsResize, §3 items 9 and 31).
+pub const ANN_PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
+/// On a claim: `"true"` tells kubelet the driver finished the expansion in the controller (§3 item 33).
+pub const ANN_NODE_EXPANSION_NOT_REQUIRED: &str = "volume.kubernetes.io/node-expansion-not-required";
+/// On a PV: name of the Secret for ControllerModifyVolume, set by external-provisioner (§4 item 20).
+pub const ANN_CONTROLLER_MODIFY_SECRET_NAME: &str = "volume.kubernetes.io/controller-modify-secret-name";
+/// On a PV: namespace of the Secret for ControllerModifyVolume.
+pub const ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE: &str = "volume.kubernetes.io/controller-modify-secret-namespace";
+
+// ---- Claim condition types ----------------------------------------------------------------------------------------
+
+/// Written by the resizer while the controller step runs.
+pub const CONDITION_RESIZING: &str = "Resizing";
+/// Written by the resizer when the node step (kubelet) remains.
+pub const CONDITION_FILE_SYSTEM_RESIZE_PENDING: &str = "FileSystemResizePending";
+/// Written by the resizer after a final ControllerExpandVolume error.
+pub const CONDITION_CONTROLLER_RESIZE_ERROR: &str = "ControllerResizeError";
+/// Written by kubelet; the resizer drops it when it restarts an expansion.
+pub const CONDITION_NODE_RESIZE_ERROR: &str = "NodeResizeError";
+/// Written by the resizer while a modification is under way.
+pub const CONDITION_MODIFYING_VOLUME: &str = "ModifyingVolume";
+/// Written by the resizer after a failed ControllerModifyVolume; reason = the gRPC code name.
+pub const CONDITION_MODIFY_VOLUME_ERROR: &str = "ModifyVolumeError";
+
+/// The condition types that belong to expansion; the others are left alone by expansion writes.
+pub const RESIZE_CONDITIONS: [&str; 4] = [
+    CONDITION_RESIZING,
+    CONDITION_FILE_SYSTEM_RESIZE_PENDING,
+    CONDITION_CONTROLLER_RESIZE_ERROR,
+    CONDITION_NODE_RESIZE_ERROR,
+];
+
+pub const CONDITION_TRUE: &str = "True";
+
+// ---- status.allocatedResourceStatuses["storage"] -----------------------------------------------------------------
+
+pub const CONTROLLER_RESIZE_IN_PROGRESS: &str = "ControllerResizeInProgress";
+pub const CONTROLLER_RESIZE_INFEASIBLE: &str = "ControllerResizeInfeasible";
+pub const NODE_RESIZE_PENDING: &str = "NodeResizePending";
+/// Written by kubelet, read by the resizer.
+pub const NODE_RESIZE_IN_PROGRESS: &str = "NodeResizeInProgress";
+/// Written by kubelet, read by the resizer.
+pub const NODE_RESIZE_INFEASIBLE: &str = "NodeResizeInfeasible";
+
+// ---- status.modifyVolumeStatus.status ----------------------------------------------------------------------------
+
+pub const MODIFY_PENDING: &str = "Pending";
+pub const MODIFY_IN_PROGRESS: &str = "InProgress";
+pub const MODIFY_INFEASIBLE: &str = "Infeasible";
+
+// ---- Events (involved object: the claim) ------------------------------------------------------------------------
+
+/// Normal, before each ControllerExpandVolume attempt.
+pub const EVENT_RESIZING: &str = "Resizing";
+/// Warning: an expansion failed, or an offline-only driver's volume is in use.
+pub const EVENT_VOLUME_RESIZE_FAILED: &str = "VolumeResizeFailed";
+/// Normal: the expansion is complete without a node step.
+pub const EVENT_VOLUME_RESIZE_SUCCESSFUL: &str = "VolumeResizeSuccessful";
+/// Normal: the controller step is done and kubelet must finish.
+pub const EVENT_FILE_SYSTEM_RESIZE_REQUIRED: &str = "FileSystemResizeRequired";
+/// Normal, before ControllerModifyVolume to a newly validated class.
+pub const EVENT_VOLUME_MODIFY: &str = "VolumeModify";
+/// Warning: a modification failed, or its class does not exist.
+pub const EVENT_VOLUME_MODIFY_FAILED: &str = "VolumeModifyFailed";
+/// Normal: the modification is done.
+pub const EVENT_VOLUME_MODIFY_SUCCESSFUL: &str = "VolumeModifySuccessful";
+/// Normal: the claim's class was cleared while a modification was shown as under way.
+pub const EVENT_VOLUME_MODIFY_CANCELED: &str = "VolumeModifyCanceled";
+/// Event source component; upstream appends ` <driver name>`.
+pub const EVENT_COMPONENT: &str = "external-resizer";
+
+// ---- Feature gates (--feature-gates) ------------------------------------------------------------------------------
+
+/// Beta, on by default: the pre-resize-capacity annotation on PVs.
+pub const GATE_ANNOTATE_FS_RESIZE: &str = "AnnotateFsResize";
+/// GA, on by default: allocatedResources / allocatedResourceStatuses and recovery by shrinking the request.
+pub const GATE_RECOVER_VOLUME_EXPANSION_FAILURE: &str = "RecoverVolumeExpansionFailure";
+/// GA, on by default (turned off when the storage.k8s.io/v1 VolumeAttributesClass API is missing).
+pub const GATE_VOLUME_ATTRIBUTES_CLASS: &str = "VolumeAttributesClass";
+/// Alpha, off by default: release the Lease on SIGTERM (the runtime implements it).
+pub const GATE_RELEASE_LEADER_ELECTION_ON_EXIT: &str = "ReleaseLeaderElectionOnExit";
+
+// ---- ControllerModifyVolume mutable_parameters added by --extra-modify-metadata ------------------------------------
+
+pub const PARAM_PVC_NAME: &str = "csi.storage.k8s.io/pvc/name";
+pub const PARAM_PVC_NAMESPACE: &str = "csi.storage.k8s.io/pvc/namespace";
+pub const PARAM_PV_NAME: &str = "csi.storage.k8s.io/pv/name";
+
+// ---- Kubernetes values --------------------------------------------------------------------------------------------
+
+/// The resource name of a claim's size request and a volume's capacity.
+pub const RESOURCE_STORAGE: &str = "storage";
+pub const CLAIM_BOUND: &str = "Bound";
+pub const VOLUME_MODE_BLOCK: &str = "Block";
+pub const ACCESS_READ_WRITE_ONCE: &str = "ReadWriteOnce";
+pub const ACCESS_READ_ONLY_MANY: &str = "ReadOnlyMany";
+pub const ACCESS_READ_WRITE_MANY: &str = "ReadWriteMany";
+pub const ACCESS_READ_WRITE_ONCE_POD: &str = "ReadWriteOncePod";
+pub const POD_SUCCEEDED: &str = "Succeeded";
+pub const POD_FAILED: &str = "Failed";

@@ -20,7 +20,7 @@ unit:
 # The hostpath plugin against the upstream CSI conformance suite.
 sanity: tools
 	$(CARGO) build -p hostpath-plugin
-	HOSTPATH_PLUGIN=$(CURDIR)/target/debug/hostpath-plugin bash e2e/sanity.sh
+	HOSTPATH_PLUGIN=$(CURDIR)/target/debug/hostpath-plugin bash e2e/sanity.sh --ginkgo.no-color
 
 # Real processes against a real etcd + kube-apiserver + kube-controller-manager.
 # The cluster is stopped afterwards whether the tests pass or not.

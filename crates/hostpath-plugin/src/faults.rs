@@ -1,0 +1,403 @@
+//! Fault injection for tests: make chosen RPCs fail, slow down, or fail after doing their work.
+//!
+//! `--fault-config FILE` names a JSON object keyed by RPC method name (`CreateVolume`, `NodeStageVolume`, …,
+//! or `*` for every method without an entry of its own):
+//!
+//! ```json
+//! {
+//!   "CreateVolume": {"code": "DeadlineExceeded", "probability": 1.0, "latency_ms": 0, "after_work": true, "times": 3},
+//!   "Probe": {"code": "Unavailable", "message": "backend restarting"}
+//! }
+//! ```
+//!
+//! | field | default | meaning |
+//! |---|---|---|
+//! | `code` | none | gRPC code, Go style (`Unavailable`, `DeadlineExceeded`, `ResourceExhausted`, …; case and `_` ignored) or a number. Without a code the rule only adds latency |
+//! | `message` | "injected fault" | status message |
+//! | `probability` | 1.0 | chance, per call, that the rule fires |
+//! | `latency_ms` | 0 | delay before the answer when the rule fires |
+//! | `after_work` | false | do the operation (and persist it) first, then answer with `code`: the caller sees an error although the work is done, as after a lost response |
+//! | `times` | unlimited | how many times the rule fires at most |
+//!
+//! The file is read again whenever its modification time, size or inode changes, which also restarts
+//! the `times` counters; a missing file means no faults. An invalid file is logged and injects nothing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tonic::Code;
+
+use crate::prng::Prng;
+
+/// Every RPC the plugin serves; fault rules for other names are refused so typos do not go unnoticed.
+pub const METHODS: &[&str] = &[
+    // Identity
+    "GetPluginInfo",
+    "GetPluginCapabilities",
+    "Probe",
+    // Controller
+    "CreateVolume",
+    "DeleteVolume",
+    "ControllerPublishVolume",
+    "ControllerUnpublishVolume",
+    "ValidateVolumeCapabilities",
+    "ListVolumes",
+    "GetCapacity",
+    "ControllerGetCapabilities",
+    "CreateSnapshot",
+    "DeleteSnapshot",
+    "ListSnapshots",
+    "GetSnapshot",
+    "ControllerExpandVolume",
+    "ControllerGetVolume",
+    "ControllerModifyVolume",
+    // GroupController
+    "GroupControllerGetCapabilities",
+    "CreateVolumeGroupSnapshot",
+    "DeleteVolumeGroupSnapshot",
+    "GetVolumeGroupSnapshot",
+    // Node
+    "NodeStageVolume",
+    "NodeUnstageVolume",
+    "NodePublishVolume",
+    "NodeUnpublishVolume",
+    "NodeGetVolumeStats",
+    "NodeExpandVolume",
+    "NodeGetCapabilities",
+    "NodeGetInfo",
+];
+
+/// The key of a rule that applies to every method without a rule of its own.
+pub const ANY_METHOD: &str = "*";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FaultConfigError {
+    #[error("not a JSON object of rules: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("unknown RPC method {0:?}")]
+    UnknownMethod(String),
+    #[error("{method}: unknown gRPC code {code}")]
+    UnknownCode { method: String, code: String },
+    #[error("{method}: probability {probability} is not between 0 and 1")]
+    Probability { method: String, probability: f64 },
+}
+
+/// One parsed rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub code: Option<Code>,
+    pub message: String,
+    pub probability: f64,
+    pub latency: Duration,
+    pub after_work: bool,
+    pub times: Option<u64>,
+}
+
+/// What to do to one call, decided when the call arrives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Injection {
+    pub code: Option<Code>,
+    pub message: String,
+    pub latency: Duration,
+    pub after_work: bool,
+}
+
+impl Injection {
+    /// The error the caller sees, if the rule has a code.
+    pub fn status(&self) -> Option<tonic::Status> {
+        self.code.map(|code| tonic::Status::new(code, self.message.clone()))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    probability: Option<f64>,
+    #[serde(default)]
+    latency_ms: u64,
+    #[serde(default)]
+    after_work: bool,
+    #[serde(default)]
+    times: Option<u64>,
+}
+
+/// Parses the text of a fault configuration file.
+pub fn parse_config(text: &str) -> Result<BTreeMap<String, Rule>, FaultConfigError> {
+    let raw: BTreeMap<String, RawRule> = serde_json::from_str(text)?;
+    let mut rules = BTreeMap::new();
+    for (method, raw) in raw {
+        if method != ANY_METHOD && !METHODS.contains(&method.as_str()) {
+            return Err(FaultConfigError::UnknownMethod(method));
+        }
+        let code = match &raw.code {
+            None | Some(serde_json::Value::Null) => None,
+            Some(value) => {
+                let parsed = match value {
+                    serde_json::Value::String(name) => parse_code(name),
+                    serde_json::Value::Number(n) => n.as_i64().and_then(code_from_number),
+                    _ => None,
+                };
+                let unknown = || FaultConfigError::UnknownCode { method: method.clone(), code: value.to_string() };
+                // OK as a code means "no error": the rule then only adds latency.
+                Some(parsed.ok_or_else(unknown)?).filter(|c| *c != Code::Ok)
+            }
+        };
+        let probability = raw.probability.unwrap_or(1.0);
+        if !(0.0..=1.0).contains(&probability) {
+            return Err(FaultConfigError::Probability { method, probability });
+        }
+        let rule = Rule {
+            code,
+            message: raw.message.unwrap_or_else(|| "injected fault".to_string()),
+            probability,
+            latency: Duration::from_millis(raw.latency_ms),
+            after_work: raw.after_work,
+            times: raw.times,
+        };
+        rules.insert(method, rule);
+    }
+    Ok(rules)
+}
+
+/// A gRPC code by its Go name (`DeadlineExceeded`) or its proto name (`DEADLINE_EXCEEDED`); case and
+/// underscores do not matter.
+pub fn parse_code(name: &str) -> Option<Code> {
+    let key: String = name.chars().filter(|c| *c != '_').flat_map(char::to_lowercase).collect();
+    let code = match key.as_str() {
+        "ok" => Code::Ok,
+        "canceled" | "cancelled" => Code::Cancelled,
+        "unknown" => Code::Unknown,
+        "invalidargument" => Code::InvalidArgument,
+        "deadlineexceeded" => Code::DeadlineExceeded,
+        "notfound" => Code::NotFound,
+        "alreadyexists" => Code::AlreadyExists,
+        "permissiondenied" => Code::PermissionDenied,
+        "resourceexhausted" => Code::ResourceExhausted,
+        "failedprecondition" => Code::FailedPrecondition,
+        "aborted" => Code::Aborted,
+        "outofrange" => Code::OutOfRange,
+        "unimplemented" => Code::Unimplemented,
+        "internal" => Code::Internal,
+        "unavailable" => Code::Unavailable,
+        "dataloss" => Code::DataLoss,
+        "unauthenticated" => Code::Unauthenticated,
+        _ => return None,
+    };
+    Some(code)
+}
+
+fn code_from_number(n: i64) -> Option<Code> {
+    let n = i32::try_from(n).ok().filter(|n| (0..=16).contains(n))?;
+    Some(Code::from_i32(n))
+}
+
+/// Identifies one version of the configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    inode: u64,
+    size: u64,
+    modified_sec: i64,
+    modified_nsec: i64,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(Self {
+            inode: meta.ino(),
+            size: meta.size(),
+            modified_sec: meta.mtime(),
+            modified_nsec: meta.mtime_nsec(),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Loaded {
+    stamp: Option<FileStamp>,
+    rules: BTreeMap<String, Rule>,
+    fired: HashMap<String, u64>,
+    prng: Prng,
+}
+
+/// The plugin's fault injector. Without a configuration file it never injects anything.
+#[derive(Debug)]
+pub struct Faults {
+    path: Option<PathBuf>,
+    loaded: Mutex<Loaded>,
+}
+
+impl Faults {
+    pub fn new(path: Option<PathBuf>) -> Self {
+        Self::with_prng(path, Prng::from_entropy())
+    }
+
+    pub fn with_prng(path: Option<PathBuf>, prng: Prng) -> Self {
+        let loaded = Loaded { stamp: None, rules: BTreeMap::new(), fired: HashMap::new(), prng };
+        Self { path, loaded: Mutex::new(loaded) }
+    }
+
+    /// Decides, once per call, whether `method` gets a fault.
+    pub fn draw(&self, method: &str) -> Option<Injection> {
+        let path = self.path.as_ref()?;
+        let mut loaded = self.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        loaded.reload_if_changed(path);
+        let key = if loaded.rules.contains_key(method) { method } else { ANY_METHOD };
+        let rule = loaded.rules.get(key)?.clone();
+        let fired = loaded.fired.get(key).copied().unwrap_or(0);
+        if rule.times.is_some_and(|times| fired >= times) {
+            return None;
+        }
+        // probability 1.0 must always fire and 0.0 never, whatever the generator returns.
+        if rule.probability < 1.0 && loaded.prng.next_f64() >= rule.probability {
+            return None;
+        }
+        *loaded.fired.entry(key.to_string()).or_default() += 1;
+        Some(Injection { code: rule.code, message: rule.message, latency: rule.latency, after_work: rule.after_work })
+    }
+}
+
+impl Loaded {
+    fn reload_if_changed(&mut self, path: &Path) {
+        let stamp = FileStamp::of(path);
+        if stamp == self.stamp {
+            return;
+        }
+        self.stamp = stamp;
+        self.fired.clear();
+        self.rules = match stamp {
+            None => BTreeMap::new(),
+            Some(_) => match std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| parse_config(&text).map_err(|e| e.to_string()))
+            {
+                Ok(rules) => {
+                    tracing::info!(path = %path.display(), methods = ?rules.keys().collect::<Vec<_>>(), "fault configuration loaded");
+                    rules
+                }
+                Err(error) => {
+                    tracing::error!(path = %path.display(), %error, "fault configuration ignored");
+                    BTreeMap::new()
+                }
+            },
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rules() {
+        let text = r#"{
+            "CreateVolume": {"code": "DeadlineExceeded", "probability": 0.5, "latency_ms": 20, "after_work": true, "times": 3},
+            "Probe": {"code": "UNAVAILABLE", "message": "restarting"},
+            "ListVolumes": {"latency_ms": 5},
+            "DeleteVolume": {"code": 14},
+            "*": {"code": "internal"}
+        }"#;
+        let rules = parse_config(text).unwrap();
+        assert_eq!(
+            rules["CreateVolume"],
+            Rule {
+                code: Some(Code::DeadlineExceeded),
+                message: "injected fault".into(),
+                probability: 0.5,
+                latency: Duration::from_millis(20),
+                after_work: true,
+                times: Some(3),
+            }
+        );
+        assert_eq!(rules["Probe"].code, Some(Code::Unavailable));
+        assert_eq!(rules["Probe"].message, "restarting");
+        assert_eq!(rules["Probe"].probability, 1.0);
+        assert_eq!(rules["ListVolumes"].code, None);
+        assert_eq!(rules["DeleteVolume"].code, Some(Code::Unavailable));
+        assert_eq!(rules["*"].code, Some(Code::Internal));
+    }
+
+    #[test]
+    fn refuses_bad_rules() {
+        let cases: &[(&str, &str)] = &[
+            (r#"{"CreateVolumes": {"code": "Unavailable"}}"#, "unknown RPC method"),
+            (r#"{"CreateVolume": {"code": "Sometimes"}}"#, "unknown gRPC code"),
+            (r#"{"CreateVolume": {"code": 17}}"#, "unknown gRPC code"),
+            (r#"{"CreateVolume": {"code": true}}"#, "unknown gRPC code"),
+            (r#"{"CreateVolume": {"probability": 1.5}}"#, "not between 0 and 1"),
+            (r#"{"CreateVolume": {"probabilty": 0.5}}"#, "unknown field"),
+            (r#"{"CreateVolume": {"latency_ms": -1}}"#, "invalid value"),
+            (r#"["CreateVolume"]"#, "not a JSON object"),
+        ];
+        for (text, want) in cases {
+            let err = parse_config(text).unwrap_err().to_string();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn parses_code_names() {
+        let cases: &[(&str, Option<Code>)] = &[
+            ("Unavailable", Some(Code::Unavailable)),
+            ("DeadlineExceeded", Some(Code::DeadlineExceeded)),
+            ("DEADLINE_EXCEEDED", Some(Code::DeadlineExceeded)),
+            ("resource_exhausted", Some(Code::ResourceExhausted)),
+            ("Canceled", Some(Code::Cancelled)),
+            ("Cancelled", Some(Code::Cancelled)),
+            ("FailedPrecondition", Some(Code::FailedPrecondition)),
+            ("OK", Some(Code::Ok)),
+            ("Timeout", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(parse_code(name), *want, "parse_code({name:?})");
+        }
+    }
+
+    #[test]
+    fn follows_the_file_and_counts_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("faults.json");
+        let faults = Faults::with_prng(Some(path.clone()), Prng::seeded(3));
+        assert_eq!(faults.draw("CreateVolume"), None, "missing file: no faults");
+
+        std::fs::write(&path, r#"{"CreateVolume": {"code": "Unavailable", "times": 2}}"#).unwrap();
+        assert_eq!(faults.draw("CreateVolume").and_then(|i| i.code), Some(Code::Unavailable));
+        assert_eq!(faults.draw("DeleteVolume"), None, "other methods are untouched");
+        assert_eq!(faults.draw("CreateVolume").and_then(|i| i.code), Some(Code::Unavailable));
+        assert_eq!(faults.draw("CreateVolume"), None, "times reached");
+
+        // A new version of the file (different size) restarts the counters.
+        std::fs::write(&path, r#"{"*": {"code": "Aborted", "times": 1, "after_work": true}}"#).unwrap();
+        let injection = faults.draw("DeleteVolume").unwrap();
+        assert_eq!((injection.code, injection.after_work), (Some(Code::Aborted), true));
+        assert_eq!(faults.draw("CreateVolume"), None, "the * rule has one counter");
+
+        std::fs::write(&path, "not json").unwrap();
+        assert_eq!(faults.draw("CreateVolume"), None, "an invalid file injects nothing");
+
+        std::fs::write(&path, r#"{"Probe": {"code": "Internal", "probability": 0.0}}"#).unwrap();
+        assert!((0..100).all(|_| faults.draw("Probe").is_none()), "probability 0 never fires");
+
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(faults.draw("Probe"), None);
+    }
+
+    #[test]
+    fn probability_is_roughly_honoured() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("faults.json");
+        std::fs::write(&path, r#"{"Probe": {"code": "Internal", "probability": 0.25}}"#).unwrap();
+        let faults = Faults::with_prng(Some(path), Prng::seeded(42));
+        let fired = (0..4000).filter(|_| faults.draw("Probe").is_some()).count();
+        assert!((800..1200).contains(&fired), "fired {fired} of 4000");
+    }
+}

@@ -1,0 +1,209 @@
+//! Command-line flags.
+//!
+//! Flags are long options (`--node-id=n1`), but Go-style single-dash spellings (`-node-id=n1`,
+//! `-v=5`) are accepted too, since deployments and scripts written for the upstream Go plugin use them:
+//! [`normalize_go_style`] rewrites them before clap sees them. The upstream names `-nodeid`,
+//! `-drivername` and `-statedir` are aliases.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::mutable::{DEFAULT_ACCEPTED, MutableParameterPolicy};
+use crate::plugin::Config;
+use crate::size::parse_bytes;
+
+#[derive(Debug, Clone, Parser)]
+#[command(name = "hostpath-plugin", version, about = "Reference CSI plugin: volumes and snapshots in a directory")]
+pub struct Flags {
+    /// CSI endpoint: unix:///path/to/csi.sock or a bare socket path. A stale socket file is removed.
+    #[arg(long, default_value = "unix:///tmp/csi.sock")]
+    pub endpoint: String,
+
+    /// Directory for state.json, volumes/ and snapshots/ (created if missing).
+    #[arg(long, alias = "statedir")]
+    pub state_dir: PathBuf,
+
+    /// This node's ID, reported by NodeGetInfo and used as the volumes' topology.
+    #[arg(long, alias = "nodeid")]
+    pub node_id: String,
+
+    /// Driver name reported by GetPluginInfo.
+    #[arg(long, alias = "drivername", default_value = "hostpath.csi.k8s.io")]
+    pub driver_name: String,
+
+    /// Largest volume size; larger requests get OUT_OF_RANGE. Accepts sizes like 1Ti, 500Gi, 10G.
+    #[arg(long, default_value = "1Ti", value_parser = parse_size_flag)]
+    pub max_volume_size: i64,
+
+    /// Total bytes of the simulated pool; GetCapacity reports what volumes have not taken.
+    #[arg(long, default_value = "100Gi", value_parser = parse_size_flag)]
+    pub capacity: i64,
+
+    /// Comma-separated mutable parameter keys accepted by CreateVolume and ControllerModifyVolume
+    /// (iops and throughput values are checked). Empty disables MODIFY_VOLUME.
+    #[arg(long, default_value = DEFAULT_ACCEPTED)]
+    pub accepted_mutable_parameters: String,
+
+    /// JSON file of faults to inject, re-read when it changes; a missing file means no faults.
+    #[arg(long)]
+    pub fault_config: Option<PathBuf>,
+
+    /// Log verbosity of the plugin, as klog's -v: 0-2 info, 3-4 debug (every request), 5 and above trace.
+    /// RUST_LOG overrides it.
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub verbosity: u8,
+}
+
+impl Flags {
+    pub fn config(&self) -> Config {
+        Config {
+            driver_name: self.driver_name.clone(),
+            node_id: self.node_id.clone(),
+            state_dir: self.state_dir.clone(),
+            max_volume_size: self.max_volume_size,
+            capacity: self.capacity,
+            mutable_parameters: MutableParameterPolicy::from_flag(&self.accepted_mutable_parameters),
+            fault_config: self.fault_config.clone(),
+        }
+    }
+
+    /// The `tracing` level for `--v`.
+    pub fn log_level(&self) -> tracing::Level {
+        match self.verbosity {
+            0..=2 => tracing::Level::INFO,
+            3..=4 => tracing::Level::DEBUG,
+            _ => tracing::Level::TRACE,
+        }
+    }
+}
+
+fn parse_size_flag(text: &str) -> Result<i64, String> {
+    let bytes = parse_bytes(text).map_err(|e| e.to_string())?;
+    if bytes <= 0 {
+        return Err("must be greater than zero".to_string());
+    }
+    Ok(bytes)
+}
+
+/// Every long flag name, aliases included, so a Go-style `-name` can be told from anything else.
+fn long_names() -> Vec<String> {
+    use clap::CommandFactory as _;
+    let command = Flags::command();
+    let mut names: Vec<String> = vec!["help".into(), "version".into()];
+    for arg in command.get_arguments() {
+        names.extend(arg.get_long().map(String::from));
+        names.extend(arg.get_all_aliases().into_iter().flatten().map(String::from));
+    }
+    names
+}
+
+/// Rewrites Go-style `-name` / `-name=value` into `--name` / `--name=value` when `name` is one of the
+/// plugin's long flags. Everything else, including values that start with `-` and all arguments after
+/// `--`, is left alone.
+pub fn normalize_go_style<I>(args: I) -> Vec<OsString>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    let names = long_names();
+    let mut out = Vec::new();
+    let mut passthrough = false;
+    for (index, arg) in args.into_iter().map(Into::into).enumerate() {
+        if index == 0 || passthrough {
+            out.push(arg);
+            continue;
+        }
+        let rewritten = arg.to_str().and_then(|text| {
+            if text == "--" {
+                return None;
+            }
+            let rest = text.strip_prefix('-').filter(|r| !r.starts_with('-'))?;
+            let name = rest.split('=').next().unwrap_or_default();
+            names.iter().any(|n| n == name).then(|| OsString::from(format!("-{text}")))
+        });
+        passthrough = arg == "--";
+        out.push(rewritten.unwrap_or(arg));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn normalizes_go_style_flags() {
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["p", "-endpoint=unix:///s", "-node-id", "n1"], &["p", "--endpoint=unix:///s", "--node-id", "n1"]),
+            (
+                &["p", "-nodeid=n1", "-statedir=/d", "-drivername=x"],
+                &["p", "--nodeid=n1", "--statedir=/d", "--drivername=x"],
+            ),
+            (&["p", "-v=5"], &["p", "--v=5"]),
+            (&["p", "-v", "3"], &["p", "--v", "3"]),
+            (&["p", "--endpoint=/s", "--v=2"], &["p", "--endpoint=/s", "--v=2"]),
+            (&["p", "--node-id", "-weird-node"], &["p", "--node-id", "-weird-node"]),
+            (&["p", "--capacity", "-1"], &["p", "--capacity", "-1"]),
+            (&["p", "-unknown=1"], &["p", "-unknown=1"]),
+            (&["p", "--", "-endpoint=x"], &["p", "--", "-endpoint=x"]),
+            (&["-endpoint=program-name-is-untouched"], &["-endpoint=program-name-is-untouched"]),
+            (&["p", "-help"], &["p", "--help"]),
+        ];
+        for (input, want) in cases {
+            assert_eq!(normalize_go_style(strings(input)), strings(want), "{input:?}");
+        }
+    }
+
+    #[test]
+    fn parses_flags_into_a_config() {
+        let args = normalize_go_style([
+            "hostpath-plugin",
+            "-endpoint=unix:///tmp/x.sock",
+            "-nodeid=node-a",
+            "--state-dir=/tmp/state",
+            "--max-volume-size=2Gi",
+            "--capacity=10Gi",
+            "--accepted-mutable-parameters=iops",
+            "--fault-config=/tmp/faults.json",
+            "-v=4",
+        ]);
+        let flags = Flags::try_parse_from(args).unwrap();
+        let config = flags.config();
+        assert_eq!(flags.endpoint, "unix:///tmp/x.sock");
+        assert_eq!(config.node_id, "node-a");
+        assert_eq!(config.driver_name, "hostpath.csi.k8s.io");
+        assert_eq!(config.max_volume_size, 2 << 30);
+        assert_eq!(config.capacity, 10 << 30);
+        assert_eq!(config.mutable_parameters, MutableParameterPolicy::from_flag("iops"));
+        assert_eq!(config.fault_config, Some(PathBuf::from("/tmp/faults.json")));
+        assert_eq!(flags.log_level(), tracing::Level::DEBUG);
+    }
+
+    #[test]
+    fn applies_defaults_and_refuses_bad_values() {
+        let flags = Flags::try_parse_from(["p", "--node-id=n", "--state-dir=/s"]).unwrap();
+        assert_eq!(flags.max_volume_size, 1 << 40);
+        assert_eq!(flags.capacity, 100 << 30);
+        assert!(flags.config().mutable_parameters.enabled());
+        assert_eq!(flags.log_level(), tracing::Level::INFO);
+        let disabled = Flags::try_parse_from(["p", "--node-id=n", "--state-dir=/s", "--accepted-mutable-parameters="]);
+        assert!(!disabled.unwrap().config().mutable_parameters.enabled());
+
+        let bad: &[&[&str]] = &[
+            &["p", "--state-dir=/s"],
+            &["p", "--node-id=n"],
+            &["p", "--node-id=n", "--state-dir=/s", "--capacity=lots"],
+            &["p", "--node-id=n", "--state-dir=/s", "--max-volume-size=0"],
+            &["p", "--node-id=n", "--state-dir=/s", "--v=high"],
+        ];
+        for args in bad {
+            assert!(Flags::try_parse_from(*args).is_err(), "{args:?}");
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! hostpath-plugin: the project's reference CSI plugin.
+//!
+//! Volumes are directories (mount) or sparse files (block) under a state directory, snapshots are copies,
+//! and the node service only keeps books, so the plugin runs unprivileged anywhere: in e2e tests, demos
+//! and csi-sanity. All state lives in `<state-dir>/state.json`, written before every answer, so a
+//! restart loses nothing. Faults can be injected per RPC for tests (see [`faults`]).
+//!
+//! Layout: [`flags`] (command line), [`server`] (socket and services), [`plugin`] (the call path shared
+//! by every RPC), one module per service ([`identity`], [`controller`], [`group`], [`node`]), the RPC
+//! logic ([`volumes`], [`snapshots`]), request checks ([`capability`], [`topology`], [`mutable`],
+//! [`paging`]), and persistence ([`state`], [`storage`]).
+
+pub mod capability;
+pub mod controller;
+pub mod faults;
+pub mod flags;
+pub mod group;
+pub mod identity;
+pub mod mutable;
+pub mod node;
+pub mod paging;
+pub mod plugin;
+pub mod prng;
+pub mod server;
+pub mod size;
+pub mod snapshots;
+pub mod state;
+pub mod storage;
+pub mod topology;
+pub mod volumes;
+
+pub use plugin::{Config, Plugin};

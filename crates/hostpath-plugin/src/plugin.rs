@@ -1,0 +1,148 @@
+//! The plugin object every gRPC service shares, and the one path every call takes: fault injection,
+//! then the work on a blocking thread under the state mutex, then logging of the outcome.
+
+use std::fmt::Debug;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tonic::{Request, Response, Status};
+
+use crate::faults::Faults;
+use crate::mutable::MutableParameterPolicy;
+use crate::state::{Store, StoreError};
+use crate::storage::{Layout, StorageError};
+
+/// Everything the plugin is told at start-up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub driver_name: String,
+    pub node_id: String,
+    pub state_dir: PathBuf,
+    /// Largest volume CreateVolume and ControllerExpandVolume accept (larger is OUT_OF_RANGE).
+    pub max_volume_size: i64,
+    /// Total bytes of the simulated pool; GetCapacity reports what volumes have not taken.
+    pub capacity: i64,
+    pub mutable_parameters: MutableParameterPolicy,
+    pub fault_config: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("preparing the state directory: {0}")]
+    Storage(#[from] StorageError),
+    #[error("loading the state: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// The CSI plugin; cheap to clone, one per gRPC service.
+#[derive(Clone)]
+pub struct Plugin {
+    shared: Arc<Shared>,
+}
+
+/// What calls share: the configuration, the state (behind one mutex, so calls are serialised and each
+/// sees the previous one's result) and the fault injector.
+pub struct Shared {
+    pub config: Config,
+    store: Mutex<Store>,
+    faults: Faults,
+}
+
+impl Shared {
+    /// The state, locked for the rest of the call.
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        // A panic in another call cannot leave a half-made change: changes are made on a copy.
+        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Plugin {
+    /// Prepares the state directory and loads the state left by an earlier run.
+    pub fn open(config: Config) -> Result<Self, OpenError> {
+        let layout = Layout::create(&config.state_dir)?;
+        let store = Store::open(layout)?;
+        let faults = Faults::new(config.fault_config.clone());
+        Ok(Self { shared: Arc::new(Shared { config, store: Mutex::new(store), faults }) })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// Serves one RPC: draws a fault for `method`, runs `work` unless the fault forbids it, and logs.
+    ///
+    /// `work` runs on a blocking thread because it does file I/O; it runs to the end even when the caller
+    /// gives up, so a cancelled call never leaves a half-done change.
+    pub async fn call<Req, Resp>(
+        &self,
+        method: &'static str,
+        request: Request<Req>,
+        work: fn(&Shared, Req) -> Result<Resp, Status>,
+    ) -> Result<Response<Resp>, Status>
+    where
+        Req: Debug + Send + 'static,
+        Resp: Debug + Send + 'static,
+    {
+        let started = Instant::now();
+        let request = request.into_inner();
+        // The generated Debug of every message with secrets prints them redacted.
+        tracing::debug!(method, ?request, "request");
+        let result = match self.shared.faults.draw(method) {
+            None => self.run(request, work).await,
+            Some(fault) if fault.after_work => {
+                let result = self.run(request, work).await;
+                tokio::time::sleep(fault.latency).await;
+                match fault.status() {
+                    Some(status) => {
+                        tracing::warn!(method, code = ?status.code(), done = result.is_ok(), "injected fault after the work");
+                        Err(status)
+                    }
+                    None => result,
+                }
+            }
+            Some(fault) => {
+                tokio::time::sleep(fault.latency).await;
+                match fault.status() {
+                    Some(status) => {
+                        tracing::warn!(method, code = ?status.code(), "injected fault instead of the work");
+                        Err(status)
+                    }
+                    None => self.run(request, work).await,
+                }
+            }
+        };
+        log_outcome(method, started, &result);
+        result.map(Response::new)
+    }
+
+    async fn run<Req, Resp>(&self, request: Req, work: fn(&Shared, Req) -> Result<Resp, Status>) -> Result<Resp, Status>
+    where
+        Req: Send + 'static,
+        Resp: Send + 'static,
+    {
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || work(&shared, request))
+            .await
+            .unwrap_or_else(|panic| Err(Status::internal(format!("the call panicked: {panic}"))))
+    }
+}
+
+/// Calls that only read are logged at debug level; changes and every failure are worth a line at info
+/// or warn.
+fn log_outcome<Resp: Debug>(method: &'static str, started: Instant, result: &Result<Resp, Status>) {
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    match result {
+        Ok(response) if is_read_only(method) => tracing::debug!(method, elapsed_ms, ?response, "ok"),
+        Ok(response) => tracing::info!(method, elapsed_ms, ?response, "ok"),
+        Err(status) => tracing::warn!(method, elapsed_ms, code = ?status.code(), message = status.message(), "failed"),
+    }
+}
+
+fn is_read_only(method: &str) -> bool {
+    method.starts_with("Get")
+        || method.starts_with("List")
+        || method.ends_with("GetCapabilities")
+        || matches!(method, "Probe" | "NodeGetInfo" | "NodeGetVolumeStats" | "ControllerGetVolume")
+        || method == "ValidateVolumeCapabilities"
+}

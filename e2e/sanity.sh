@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs the upstream CSI conformance suite (csi-sanity) against hostpath-plugin. Builds nothing itself.
+#
+#   HOSTPATH_PLUGIN=path/to/hostpath-plugin CSI_SANITY=path/to/csi-sanity bash e2e/sanity.sh [csi-sanity flags...]
+#
+# HOSTPATH_PLUGIN  the plugin binary (default: target/release/hostpath-plugin)
+# CSI_SANITY       the csi-sanity binary (default: `bash e2e/tools.sh path csi-sanity`)
+# KEEP_SANITY_TMP  set to 1 to keep the socket, state and mount directories for inspection
+#
+# Extra arguments go to csi-sanity, e.g. --ginkgo.focus='Node Service' or --ginkgo.v.
+# The plugin runs on a socket in a temporary directory with a fresh state directory. All suites run,
+# Node included: its node service keeps books instead of mounting, so it needs no privileges. The
+# exit status is csi-sanity's.
+set -euo pipefail
+
+E2E_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$E2E_DIR")"
+
+log() { printf '[sanity] %s\n' "$*" >&2; }
+die() { printf '[sanity] error: %s\n' "$*" >&2; exit 1; }
+
+plugin="${HOSTPATH_PLUGIN:-$ROOT/target/release/hostpath-plugin}"
+[[ -x "$plugin" ]] || die "hostpath-plugin not found at $plugin (build it with 'cargo build --release -p hostpath-plugin' or set HOSTPATH_PLUGIN)"
+
+if [[ -n "${CSI_SANITY:-}" ]]; then
+	sanity="$CSI_SANITY"
+elif [[ -f "$E2E_DIR/tools.sh" ]]; then
+	sanity="$(bash "$E2E_DIR/tools.sh" path csi-sanity)" || die "e2e/tools.sh could not provide csi-sanity"
+else
+	die "csi-sanity not found: set CSI_SANITY, or provide e2e/tools.sh"
+fi
+[[ -x "$sanity" ]] || die "csi-sanity is not executable: $sanity"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/hostpath-sanity.XXXXXX")"
+socket="$work/csi.sock"
+plugin_log="$work/plugin.log"
+mkdir -p "$work/mount" "$work/staging"
+plugin_pid=""
+
+cleanup() {
+	local status=$?
+	if [[ -n "$plugin_pid" ]] && kill -0 "$plugin_pid" 2>/dev/null; then
+		kill -TERM "$plugin_pid" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$plugin_pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$plugin_pid" 2>/dev/null || true
+	fi
+	if [[ $status -ne 0 && -f "$plugin_log" ]]; then
+		log "plugin log (last 100 lines of $plugin_log):"
+		tail -n 100 "$plugin_log" >&2 || true
+	fi
+	if [[ "${KEEP_SANITY_TMP:-}" == 1 ]]; then
+		log "kept $work"
+	else
+		rm -rf "$work"
+	fi
+	exit $status
+}
+trap cleanup EXIT
+
+log "plugin: $plugin"
+log "csi-sanity: $sanity"
+"$plugin" \
+	--endpoint="unix://$socket" \
+	--state-dir="$work/state" \
+	--node-id=sanity-node \
+	--v=4 \
+	>"$plugin_log" 2>&1 &
+plugin_pid=$!
+
+for _ in $(seq 100); do
+	[[ -S "$socket" ]] && break
+	kill -0 "$plugin_pid" 2>/dev/null || die "the plugin exited before creating its socket"
+	sleep 0.1
+done
+[[ -S "$socket" ]] || die "no socket at $socket after 10 s"
+
+status=0
+"$sanity" \
+	--csi.endpoint="unix://$socket" \
+	--csi.mountdir="$work/mount/target-parent" \
+	--csi.stagingdir="$work/staging/stage" \
+	--csi.testvolumemutableparameters="$E2E_DIR/sanity/mutable-parameters.yaml" \
+	"$@" || status=$?
+log "csi-sanity exited with $status"
+exit $status

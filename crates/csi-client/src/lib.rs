@@ -6,6 +6,7 @@
 //! - [`error`]: the one taxonomy the sidecars decide retries on.
 //! - [`metrics`]: `csi_sidecar_operations_seconds`, as csi-lib-utils exposes it.
 //! - [`capabilities`]: plugin, controller and group-controller capabilities as typed sets.
+//! - [`quantity`]: byte sizes as people and Kubernetes write them (`1Gi`, `1.5G`, `4096`).
 //! - [`redact`]: how secrets are kept out of `Debug` output and logs.
 
 pub mod capabilities;
@@ -13,6 +14,7 @@ pub mod client;
 pub mod connection;
 pub mod error;
 pub mod metrics;
+pub mod quantity;
 pub mod redact;
 
 /// Generated CSI v1.12 messages and services (package `csi.v1`).

@@ -12,7 +12,7 @@ use clap::Parser;
 
 use crate::mutable::{DEFAULT_ACCEPTED, MutableParameterPolicy};
 use crate::plugin::Config;
-use crate::size::parse_bytes;
+use csi_client::quantity::parse_bytes;
 
 #[derive(Debug, Clone, Parser)]
 #[command(name = "hostpath-plugin", version, about = "Reference CSI plugin: volumes and snapshots in a directory")]

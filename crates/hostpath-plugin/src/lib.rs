@@ -22,7 +22,6 @@ pub mod paging;
 pub mod plugin;
 pub mod prng;
 pub mod server;
-pub mod size;
 pub mod snapshots;
 pub mod state;
 pub mod storage;

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::size::{scale, split_number};
+use csi_client::quantity::{scale, split_number};
 
 /// The keys accepted when the flag is not given.
 pub const DEFAULT_ACCEPTED: &str = "iops,throughput";

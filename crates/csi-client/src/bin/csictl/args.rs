@@ -183,27 +183,7 @@ pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
 /// Sizes as Kubernetes quantities write them: plain bytes, binary (Ki..Ei)
 /// or decimal (k, M, G, T, P, E) suffixes.
 pub fn parse_size(text: &str) -> Result<i64, String> {
-    let text = text.trim();
-    let digits_end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(digits_end);
-    let number: i64 = number.parse().map_err(|_| format!("{text:?} is not a size"))?;
-    let multiplier: i64 = match unit {
-        "" => 1,
-        "k" | "K" => 1000,
-        "M" => 1000_i64.pow(2),
-        "G" => 1000_i64.pow(3),
-        "T" => 1000_i64.pow(4),
-        "P" => 1000_i64.pow(5),
-        "E" => 1000_i64.pow(6),
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        "Ti" => 1 << 40,
-        "Pi" => 1 << 50,
-        "Ei" => 1 << 60,
-        _ => return Err(format!("{text:?}: unknown unit {unit:?}")),
-    };
-    number.checked_mul(multiplier).ok_or_else(|| format!("{text:?} is too large"))
+    csi_client::quantity::parse_bytes(text).map_err(|e| e.to_string())
 }
 
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -232,6 +212,7 @@ mod tests {
             ("1Gi", Ok(1 << 30)),
             ("10G", Ok(10_000_000_000)),
             ("5Mi", Ok(5 << 20)),
+            ("1.5Gi", Ok(3 << 29)),
             ("1Xi", Err(())),
             ("Gi", Err(())),
             ("99999999999Ei", Err(())),

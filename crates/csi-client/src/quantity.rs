@@ -31,19 +31,19 @@ pub fn parse_bytes(text: &str) -> Result<i64, SizeError> {
 
 /// A non-negative decimal number as written: integer digits and optional fraction digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Decimal<'a> {
+pub struct Decimal<'a> {
     pub integer: &'a str,
     pub fraction: &'a str,
 }
 
 impl Decimal<'_> {
-    pub(crate) fn is_zero(&self) -> bool {
+    pub fn is_zero(&self) -> bool {
         self.integer.bytes().chain(self.fraction.bytes()).all(|b| b == b'0')
     }
 }
 
 /// Splits `12.5Gi` into the number `12.5` and the unit `Gi`. No sign, no exponent.
-pub(crate) fn split_number(text: &str) -> Option<(Decimal<'_>, &str)> {
+pub fn split_number(text: &str) -> Option<(Decimal<'_>, &str)> {
     let digits_end = |s: &str| s.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(s.len());
     let int_len = digits_end(text);
     let integer = &text[..int_len];
@@ -62,7 +62,7 @@ pub(crate) fn split_number(text: &str) -> Option<(Decimal<'_>, &str)> {
 }
 
 /// Bytes per unit for a size suffix; `None` for anything unknown.
-pub(crate) fn unit_multiplier(unit: &str) -> Option<u128> {
+pub fn unit_multiplier(unit: &str) -> Option<u128> {
     let unit = unit.strip_suffix('B').unwrap_or(unit);
     let value = match unit {
         "" => 1,
@@ -84,7 +84,7 @@ pub(crate) fn unit_multiplier(unit: &str) -> Option<u128> {
 }
 
 /// `number * multiplier`, rounded down, if it fits an `i64`.
-pub(crate) fn scale(number: Decimal<'_>, multiplier: u128) -> Option<i64> {
+pub fn scale(number: Decimal<'_>, multiplier: u128) -> Option<i64> {
     // 39 digits overflow u128; anything that long is too large for an i64 anyway.
     if number.integer.trim_start_matches('0').len() > 19 {
         return None;

@@ -2,7 +2,7 @@
 //! VolumeAttributesClass (ControllerModifyVolume), as upstream external-resizer applies them
 //! (../shared/reference/external-resizer.md §3 and §4). Plain inputs (claims, volumes, classes, capabilities, flags,
 //! the controller's per-claim memory as plain facts) to plain outputs (actions, CSI requests, patches, events).
-//! No I/O.
+//! No I/O, except in [`controller`] (watches, the work queue, driver calls and writes) and [`flags`].
 //!
 //! - [`capabilities`]: which jobs the driver allows at startup.
 //! - [`expansion`]: filter, decide, request, result for ControllerExpandVolume.
@@ -15,8 +15,10 @@ pub mod call_failure;
 pub mod capabilities;
 pub mod claim;
 pub mod conditions;
+pub mod controller;
 pub mod event;
 pub mod expansion;
+pub mod flags;
 pub mod memory;
 pub mod modification;
 pub mod names;

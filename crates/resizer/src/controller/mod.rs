@@ -1,0 +1,272 @@
+//! The I/O half of the resizer: watch caches, one work queue keyed by claim, the driver calls and the writes. Every
+//! rule lives in the pure modules ([`crate::expansion`], [`crate::modification`]); this module only reads the caches,
+//! hands plain values to them and carries out what they say, in the documented order.
+//!
+//! Expansion and modification of a claim run in the same sync of the same queue key, one after the other, so they
+//! never race (deliberate difference from upstream, which runs two controllers on two queues).
+
+mod expand;
+mod memory;
+mod metrics;
+mod modify;
+mod stores;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use csi_client::CsiClient;
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource};
+use sidecar_runtime::{EventRecorder, Outcome, QueueMetrics, RetryPolicy, WorkQueue};
+use tokio_util::sync::CancellationToken;
+
+pub use metrics::ResizerMetrics;
+
+use crate::event::{ClaimEvent, EventType};
+use crate::expansion::decide::ExpansionConfig;
+use crate::modification::decide::ModificationConfig;
+use crate::names::EVENT_COMPONENT;
+use crate::patch::{ClaimStatusPatch, VolumePatch};
+use crate::secret_ref::SecretRef;
+use memory::Memory;
+use stores::Stores;
+
+/// The queue key of a claim: `namespace/name`, as upstream.
+pub type ClaimKey = String;
+
+/// What the controller does and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub workers: usize,
+    pub retry: RetryPolicy,
+    pub resync_period: Duration,
+    /// `None`: the driver cannot expand (or expansion is off).
+    pub expansion: Option<ExpansionConfig>,
+    /// `None`: the driver cannot modify, or the VolumeAttributesClass gate is off.
+    pub modification: Option<ModificationConfig>,
+    /// `--handle-volume-inuse-error`: watch Pods.
+    pub handle_volume_inuse_error: bool,
+}
+
+/// The events' source component: `external-resizer <driver>`, as upstream.
+pub fn event_component(driver_name: &str) -> String {
+    format!("{EVENT_COMPONENT} {driver_name}")
+}
+
+pub struct Controller {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    client: kube::Client,
+    csi: CsiClient,
+    events: EventRecorder,
+    options: Options,
+    stores: Stores,
+    queue: WorkQueue<ClaimKey>,
+    memory: Memory,
+    metrics: ResizerMetrics,
+}
+
+impl Controller {
+    pub fn new(
+        client: kube::Client,
+        csi: CsiClient,
+        events: EventRecorder,
+        options: Options,
+        queue_metrics: Option<&QueueMetrics>,
+        metrics: ResizerMetrics,
+    ) -> Controller {
+        let queue = match queue_metrics {
+            Some(m) => WorkQueue::with_metrics("resizer", options.retry, m),
+            None => WorkQueue::new("resizer", options.retry),
+        };
+        let stores = Stores::new(options.modification.is_some(), options.handle_volume_inuse_error);
+        let memory = Memory::new(options.retry.max);
+        let shared = Shared { client, csi, events, options, stores, queue, memory, metrics };
+        Controller { shared: Arc::new(shared) }
+    }
+
+    /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    pub async fn run(self, stop: CancellationToken) {
+        let shared = self.shared;
+        let watching = tokio::spawn(stores::watch_all(shared.clone()));
+        tokio::select! {
+            ready = shared.stores.wait_until_ready() => if !ready {
+                tracing::error!("a watch ended before its cache was filled");
+                watching.abort();
+                return;
+            },
+            _ = stop.cancelled() => { watching.abort(); return; }
+        }
+        tracing::info!("caches filled, starting workers");
+        let resync = tokio::spawn(resync(shared.clone()));
+        let handler_shared = shared.clone();
+        shared
+            .queue
+            .run(shared.options.workers, stop, move |key| {
+                let shared = handler_shared.clone();
+                async move { shared.sync(&key).await }
+            })
+            .await;
+        resync.abort();
+        watching.abort();
+    }
+}
+
+/// Upstream's informer resync: every claim is looked at again every `--resync-period`.
+async fn resync(shared: Arc<Shared>) {
+    let period = shared.options.resync_period;
+    if period.is_zero() {
+        return;
+    }
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        ticker.tick().await;
+        for claim in shared.stores.claims.state() {
+            shared.queue.add(crate::claim::claim_key(&claim));
+        }
+    }
+}
+
+/// The queue's verdict for a claim: the most urgent of the two jobs'.
+fn combine(a: Outcome, b: Outcome) -> Outcome {
+    match (a, b) {
+        (Outcome::Retry, _) | (_, Outcome::Retry) => Outcome::Retry,
+        (Outcome::RetryAfter(x), Outcome::RetryAfter(y)) => Outcome::RetryAfter(x.min(y)),
+        (Outcome::RetryAfter(x), Outcome::Done) | (Outcome::Done, Outcome::RetryAfter(x)) => Outcome::RetryAfter(x),
+        (Outcome::Done, Outcome::Done) => Outcome::Done,
+    }
+}
+
+impl Shared {
+    /// One sync of a claim: expansion, then modification, with the claim as the first left it.
+    async fn sync(&self, key: &ClaimKey) -> Outcome {
+        let Some(claim) = self.stores.claim(key) else { return Outcome::Done };
+        let volume_name = crate::claim::bound_volume_name(&claim).to_string();
+        if volume_name.is_empty() {
+            return Outcome::Done;
+        }
+        let Some(volume) = self.stores.volume(&volume_name) else {
+            // Item 8: the PV may not be in the cache yet.
+            tracing::debug!(claim = %key, volume = %volume_name, "volume not in the cache yet, retrying");
+            return Outcome::Retry;
+        };
+        let mut claim = (*claim).clone();
+        let mut volume = (*volume).clone();
+        let mut outcome = Outcome::Done;
+        if let Some(config) = &self.options.expansion {
+            let (expanded, latest_claim, latest_volume) = self.expand(key, config, claim, volume).await;
+            outcome = combine(outcome, expanded);
+            claim = latest_claim;
+            volume = latest_volume;
+        }
+        if let Some(config) = &self.options.modification {
+            outcome = combine(outcome, self.modify(key, config, claim, volume).await);
+        }
+        outcome
+    }
+
+    fn now() -> Time {
+        Time(k8s_openapi::jiff::Timestamp::now())
+    }
+
+    async fn publish(&self, claim: &PersistentVolumeClaim, event: &ClaimEvent) {
+        let event_type = match event.event_type {
+            EventType::Normal => sidecar_runtime::EventType::Normal,
+            EventType::Warning => sidecar_runtime::EventType::Warning,
+        };
+        self.events.publish(&object_reference(claim), event_type, event.reason, &event.message).await;
+    }
+
+    /// Writes `patch` through the claim's `status` subresource; returns the claim as stored.
+    async fn patch_claim(
+        &self,
+        claim: &PersistentVolumeClaim,
+        patch: &ClaimStatusPatch,
+    ) -> Result<PersistentVolumeClaim, kube::Error> {
+        if patch.is_empty() {
+            return Ok(claim.clone());
+        }
+        let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
+        let name = crate::claim::claim_name(claim);
+        api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await
+    }
+
+    async fn patch_volume(
+        &self,
+        volume: &PersistentVolume,
+        patch: &VolumePatch,
+    ) -> Result<PersistentVolume, kube::Error> {
+        if patch.is_empty() {
+            return Ok(volume.clone());
+        }
+        let api: Api<PersistentVolume> = Api::all(self.client.clone());
+        let name = crate::claim::volume_name(volume);
+        api.patch(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await
+    }
+
+    /// A live GET of the Secret (as upstream, no cache). Values are never logged.
+    async fn secret_data(&self, reference: Option<SecretRef>) -> Result<HashMap<String, String>, String> {
+        let Some(reference) = reference else { return Ok(HashMap::new()) };
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &reference.namespace);
+        let secret = api.get(&reference.name).await.map_err(|e| reference.read_error(e))?;
+        let mut data: HashMap<String, String> = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+            .collect();
+        for (k, v) in secret.string_data.unwrap_or_default() {
+            data.entry(k).or_insert(v);
+        }
+        Ok(data)
+    }
+}
+
+fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
+fn object_reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
+    let meta = object.meta();
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        field_path: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_more_urgent_outcome_wins() {
+        let s = Duration::from_secs;
+        // (a, b, combined)
+        let table = [
+            (Outcome::Done, Outcome::Done, Outcome::Done),
+            (Outcome::Done, Outcome::Retry, Outcome::Retry),
+            (Outcome::RetryAfter(s(5)), Outcome::Retry, Outcome::Retry),
+            (Outcome::RetryAfter(s(5)), Outcome::RetryAfter(s(2)), Outcome::RetryAfter(s(2))),
+            (Outcome::Done, Outcome::RetryAfter(s(2)), Outcome::RetryAfter(s(2))),
+        ];
+        for (a, b, want) in table {
+            assert_eq!(combine(a, b), want, "{a:?} + {b:?}");
+        }
+    }
+
+    #[test]
+    fn event_source_names_the_driver() {
+        assert_eq!(event_component("hostpath.csi.k8s.io"), "external-resizer hostpath.csi.k8s.io");
+    }
+}

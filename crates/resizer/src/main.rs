@@ -1,0 +1,127 @@
+//! csi-resizer: expands volumes (ControllerExpandVolume) and modifies them through VolumeAttributesClass
+//! (ControllerModifyVolume). A drop-in for the upstream image: same flags, Lease, events and status writes.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use csi_client::proto::{NodeGetCapabilitiesRequest, node_client::NodeClient, node_service_capability};
+use csi_client::{Connection, CsiClient, Endpoint, OperationMetrics, connection};
+use resizer::capabilities::{self, ControllerExpansion};
+use resizer::controller::{Controller, Options, ResizerMetrics, event_component};
+use resizer::expansion::decide::ExpansionConfig;
+use resizer::flags::Args;
+use resizer::modification::decide::ModificationConfig;
+use sidecar_runtime::leader_election::resizer_lease_name;
+use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
+
+/// Upstream waits for the driver's socket forever; this is "forever" in practice.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Args = sidecar_runtime::flags::parse();
+    args.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
+    let features = args.features()?;
+    let mut sidecar = Sidecar::start(&args.common).await?;
+    let client = sidecar.client();
+    let modify_gate = match features.volume_attributes_class {
+        Some(explicit) => explicit,
+        None => volume_attributes_class_api(&client).await,
+    };
+
+    let csi_metrics = OperationMetrics::register(sidecar.registry());
+    let endpoint: Endpoint = args.common.csi_address.parse()?;
+    let connection = connection::connect(&endpoint, CONNECT_TIMEOUT).await?;
+    {
+        let connection = connection.clone();
+        tokio::spawn(async move {
+            connection.lost().await;
+            connection::exit_on_connection_loss(&connection.endpoint);
+        });
+    }
+    let csi = CsiClient::new(&connection, args.timeout, csi_metrics);
+    csi.probe_until_ready().await?;
+    let driver = csi.driver_info().await.context("GetPluginInfo")?.name;
+    tracing::info!(%driver, "detected CSI driver");
+
+    let plugin = csi.plugin_capabilities().await.context("GetPluginCapabilities")?;
+    let controller = csi.controller_capabilities().await.context("ControllerGetCapabilities")?;
+    let expander =
+        match capabilities::controller_expansion(&plugin, &controller).context("Failed to create CSI resizer")? {
+            ControllerExpansion::Supported(expander) => Some(expander),
+            ControllerExpansion::AskNode => {
+                let expander = capabilities::node_expansion(node_expands(&connection, args.timeout).await?);
+                match expander {
+                    Some(_) => tracing::info!("CSI driver supports node resize only"),
+                    None => tracing::info!("Resize not supported"),
+                }
+                expander
+            }
+        };
+    let can_modify = capabilities::modification_supported(&controller);
+    capabilities::check_jobs(expander, can_modify)?;
+
+    let options = Options {
+        workers: args.workers,
+        retry: RetryPolicy::from_args(&args.retry),
+        resync_period: args.resync_period,
+        expansion: expander.map(|expander| ExpansionConfig {
+            driver_name: driver.clone(),
+            expander,
+            recover_volume_expansion_failure: features.recover_volume_expansion_failure,
+            annotate_fs_resize: features.annotate_fs_resize,
+            handle_volume_inuse_error: args.handle_volume_inuse_error,
+        }),
+        modification: (can_modify && modify_gate).then(|| ModificationConfig {
+            driver_name: driver.clone(),
+            extra_modify_metadata: args.extra_modify_metadata,
+        }),
+        handle_volume_inuse_error: args.handle_volume_inuse_error && expander.is_some(),
+    };
+    if can_modify && !modify_gate {
+        tracing::info!("VolumeAttributesClass is off; not modifying volumes");
+    }
+    let queue_metrics = QueueMetrics::register(sidecar.registry());
+    let metrics = ResizerMetrics::register(sidecar.registry());
+    let events = sidecar.events(event_component(&driver));
+    let controller = Controller::new(client, csi, events, options, Some(&queue_metrics), metrics);
+
+    if let Some(address) = sidecar.serve_http().await? {
+        tracing::info!(%address, "serving metrics and health checks");
+    }
+    if let Some(pod) = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()) {
+        sidecar.set_leader_identity(pod);
+    }
+    sidecar.run(&resizer_lease_name(&driver), args.timeout, |stop| controller.run(stop)).await?;
+    Ok(())
+}
+
+/// §2: without an explicit gate, modification runs only if storage.k8s.io/v1 serves VolumeAttributesClass; if
+/// discovery fails, the gate stays on.
+async fn volume_attributes_class_api(client: &kube::Client) -> bool {
+    match client.list_api_group_resources("storage.k8s.io/v1").await {
+        Ok(list) => {
+            let found = list.resources.iter().any(|r| r.kind == "VolumeAttributesClass");
+            if !found {
+                tracing::warn!("storage.k8s.io/v1 VolumeAttributesClass is not served; modification is disabled");
+            }
+            found
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "API discovery failed; assuming VolumeAttributesClass is served");
+            true
+        }
+    }
+}
+
+/// NodeGetCapabilities: whether the node service can expand.
+async fn node_expands(connection: &Connection, timeout: Duration) -> anyhow::Result<bool> {
+    let mut node = NodeClient::new(connection.channel.clone());
+    let mut request = tonic::Request::new(NodeGetCapabilitiesRequest {});
+    request.set_timeout(timeout);
+    let response = node.node_get_capabilities(request).await.context("NodeGetCapabilities")?.into_inner();
+    Ok(response.capabilities.iter().any(|c| {
+        matches!(&c.r#type, Some(node_service_capability::Type::Rpc(rpc))
+            if rpc.r#type == node_service_capability::rpc::Type::ExpandVolume as i32)
+    }))
+}

@@ -38,10 +38,16 @@ impl Scenario {
 
     /// Starts `binary` with `args`; stdout and stderr go to `<name>.log`.
     pub fn start(&mut self, name: &str, binary: &Path, args: &[String]) -> Process {
+        self.start_with_env(name, binary, args, &[])
+    }
+
+    /// [`Scenario::start`] with extra environment variables (e.g. `POD_NAME` for a replica's identity).
+    pub fn start_with_env(&mut self, name: &str, binary: &Path, args: &[String], env: &[(&str, &str)]) -> Process {
         let log_path = self.path(&format!("{name}.log"));
         let log = File::create(&log_path).expect("log file");
         let child = Command::new(binary)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log fd"))
             .stderr(log)

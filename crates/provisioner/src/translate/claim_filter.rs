@@ -64,6 +64,17 @@ fn annotation<'a>(claim: &'a PersistentVolumeClaim, key: &str) -> Option<&'a str
     claim.metadata.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
 }
 
+/// Whether the claim asks this provisioner for its volume: its provisioner annotation (or the beta one) names the
+/// driver or the in-tree name it migrates, or `pv.kubernetes.io/migrated-to` names the driver (item 1).
+pub fn is_our_claim(claim: &PersistentVolumeClaim, provisioner: &Provisioner) -> bool {
+    let requested =
+        annotation(claim, ANN_STORAGE_PROVISIONER).or_else(|| annotation(claim, ANN_BETA_STORAGE_PROVISIONER));
+    let Some(requested) = requested else { return false };
+    let migrated_to = annotation(claim, ANN_MIGRATED_TO).unwrap_or_default();
+    (requested == provisioner.driver_name || migrated_to == provisioner.driver_name)
+        && provisioner.is_known_provisioner(requested)
+}
+
 /// Whether to provision `claim` now. `class` is the StorageClass named by [`claim_class_name`], if it exists;
 /// `volume_exists` tells whether a PV named [`library_volume_name`] is in the store.
 pub fn claim_decision(
@@ -75,15 +86,7 @@ pub fn claim_decision(
     if claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_some_and(|v| !v.is_empty()) {
         return ClaimDecision::Skip(Skip::AlreadyBound);
     }
-    let requested =
-        annotation(claim, ANN_STORAGE_PROVISIONER).or_else(|| annotation(claim, ANN_BETA_STORAGE_PROVISIONER));
-    let Some(requested) = requested else {
-        return ClaimDecision::Skip(Skip::NotOurs);
-    };
-    let migrated_to = annotation(claim, ANN_MIGRATED_TO).unwrap_or_default();
-    if (requested != provisioner.driver_name && migrated_to != provisioner.driver_name)
-        || !provisioner.is_known_provisioner(requested)
-    {
+    if !is_our_claim(claim, provisioner) {
         return ClaimDecision::Skip(Skip::NotOurs);
     }
     let Some(class) = class else {

@@ -8,11 +8,17 @@
 //!    [`secrets::secret_references`] (and reads the provisioner Secret), and reads the VolumeAttributesClass.
 //! 4. [`create_volume::create_volume_request`], CreateVolume, and on failure [`refusal::create_volume_failure`].
 //! 5. [`persistent_volume::persistent_volume`] for the answer.
+//!
+//! Around it, [`in_flight`] says what the provisioning-protection finalizer asks for (beyond upstream: no volume is
+//! leaked when the claim goes away mid-call), and [`deletion`] decides what happens to a PersistentVolume.
 
 pub mod access_modes;
 pub mod claim_filter;
+pub mod clone_source;
 pub mod create_volume;
 pub mod data_source;
+pub mod deletion;
+pub mod in_flight;
 pub mod names;
 pub mod parameters;
 pub mod persistent_volume;

@@ -31,6 +31,9 @@ pub const ANN_CONTROLLER_MODIFY_SECRET_NAME: &str = "volume.kubernetes.io/contro
 pub const ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE: &str = "volume.kubernetes.io/controller-modify-secret-namespace";
 /// Keeps a PV with reclaim policy Delete until the backend volume is deleted.
 pub const FINALIZER_PV: &str = "external-provisioner.volume.kubernetes.io/finalizer";
+/// Ours, beyond upstream: kept on a claim from just before CreateVolume until its PV exists or the volume is known to
+/// be deleted, so that a provisioner restarted after a crash finds (and deletes) a volume whose claim went away.
+pub const FINALIZER_PROVISIONING_PROTECTION: &str = "provisioner.storage.kubernetes.io/provisioning-protection";
 /// Protects a claim that is the source of a clone in progress.
 pub const FINALIZER_CLONE_PROTECTION: &str = "provisioner.storage.kubernetes.io/cloning-protection";
 /// Protects a VolumeSnapshot that is the source of a restore in progress.
@@ -128,5 +131,8 @@ pub const EVENT_PROVISIONING_FAILED: &str = "ProvisioningFailed";
 pub const EVENT_PROVISIONING_SUCCEEDED: &str = "ProvisioningSucceeded";
 /// Warning on the PV when DeleteVolume fails.
 pub const EVENT_VOLUME_FAILED_DELETE: &str = "VolumeFailedDelete";
+/// Reason of the Warning on a claim whose CreateVolume answered, in the usual order of things, on a claim that was
+/// deleted meanwhile and whose volume could not be deleted yet (ours, beyond upstream).
+pub const EVENT_PROVISIONING_CLEANUP_FAILED: &str = "ProvisioningCleanupFailed";
 /// Event source component of the provisioner's own events (library events use `<driver>_<host>_<uuid>`).
 pub const EVENT_COMPONENT: &str = "external-provisioner";

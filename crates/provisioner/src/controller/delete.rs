@@ -1,0 +1,146 @@
+//! The volume worker: one PV (by name) per run.
+
+use std::time::Instant;
+
+use csi_client::capabilities::ControllerCapability;
+use csi_client::proto::DeleteVolumeRequest;
+use k8s_openapi::api::core::v1::PersistentVolume;
+use k8s_openapi::api::storage::v1::VolumeAttachment;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::json;
+use sidecar_runtime::Outcome;
+
+use super::Shared;
+use super::provision::api_error_text;
+use crate::translate::deletion::{
+    DeletionSecret, VolumeAction, attached_node, claim_from_reference, deletion_secret, still_attached_message,
+    volume_action,
+};
+use crate::translate::names::{EVENT_VOLUME_FAILED_DELETE, FINALIZER_PV};
+use crate::translate::refusal::{ClaimEvent, EventType, grpc_error_text};
+use crate::translate::secrets::{Credentials, SecretKind, secret_reference};
+
+impl Shared {
+    pub(super) async fn sync_volume(&self, name: &str) -> Outcome {
+        let Some(volume) = self.stores.volume(name) else { return Outcome::Done };
+        let result = match volume_action(&volume, &self.provisioner) {
+            VolumeAction::Nothing => return Outcome::Done,
+            VolumeAction::AddFinalizer => {
+                let patch = json!({"metadata": {"finalizers": [FINALIZER_PV]}});
+                self.patch_volume(name, patch).await
+            }
+            VolumeAction::RemoveFinalizer => self.remove_volume_finalizer(name).await,
+            VolumeAction::Delete { volume_handle } => return self.delete(&volume, &volume_handle).await,
+        };
+        match result {
+            Ok(()) => Outcome::Done,
+            Err(err) => {
+                tracing::warn!(volume = %name, error = %err, "cannot update the volume's finalizers");
+                Outcome::Retry
+            }
+        }
+    }
+
+    /// DeleteVolume, then the PV object, then its finalizer (item 63).
+    async fn delete(&self, volume: &PersistentVolume, volume_handle: &str) -> Outcome {
+        let started = Instant::now();
+        let name = volume.metadata.name.as_deref().unwrap_or_default();
+        let class = volume.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default();
+        if let Err(message) = self.check_detached(name).await {
+            return self.delete_failed(volume, &class, message).await;
+        }
+        let secrets = self.deletion_credentials(volume).await;
+        tracing::info!(volume = %name, %volume_handle, "deleting volume");
+        let request = DeleteVolumeRequest { volume_id: volume_handle.to_string(), secrets: secrets.into_map() };
+        if let Err(err) = self.csi.delete_volume(request).await {
+            return self.delete_failed(volume, &class, grpc_error_text(&err)).await;
+        }
+        let api: Api<PersistentVolume> = Api::all(self.client.clone());
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(err) => {
+                tracing::warn!(volume = %name, error = %err, "volume deleted, but not the PV object yet");
+                return Outcome::Retry;
+            }
+        }
+        if let Err(err) = self.remove_volume_finalizer(name).await {
+            tracing::warn!(volume = %name, error = %err, "cannot remove the PV finalizer yet");
+            return Outcome::Retry;
+        }
+        tracing::info!(volume = %name, "volume deleted");
+        self.metrics.deleted(&class, started.elapsed());
+        Outcome::Done
+    }
+
+    async fn delete_failed(&self, volume: &PersistentVolume, class: &str, message: String) -> Outcome {
+        let name = volume.metadata.name.as_deref().unwrap_or_default();
+        tracing::warn!(volume = %name, error = %message, "deletion failed");
+        self.metrics.delete_failed(class);
+        let event = ClaimEvent { event_type: EventType::Warning, reason: EVENT_VOLUME_FAILED_DELETE, message };
+        self.publish(volume, &event).await;
+        Outcome::Retry
+    }
+
+    /// With PUBLISH_UNPUBLISH_VOLUME, a VolumeAttachment of the PV blocks deletion (item 62).
+    async fn check_detached(&self, name: &str) -> Result<(), String> {
+        if !self.provisioner.has(ControllerCapability::PublishUnpublishVolume) {
+            return Ok(());
+        }
+        let api: Api<VolumeAttachment> = Api::all(self.client.clone());
+        let attachments = api.list(&ListParams::default()).await.map_err(|e| api_error_text(&e))?;
+        match attached_node(&attachments.items, name) {
+            Some(node) => Err(still_attached_message(name, node)),
+            None => Ok(()),
+        }
+    }
+
+    /// The deletion secret from the PV's annotations, else from its StorageClass. A Secret that cannot be read is
+    /// logged and the deletion goes on without it (item 61).
+    async fn deletion_credentials(&self, volume: &PersistentVolume) -> Credentials {
+        let name = volume.metadata.name.as_deref().unwrap_or_default();
+        let secret = match deletion_secret(volume) {
+            DeletionSecret::None => None,
+            DeletionSecret::Named(secret) => Some(secret),
+            DeletionSecret::FromClass => {
+                let class = volume.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()).unwrap_or_default();
+                let claim = claim_from_reference(volume);
+                match (self.stores.class(class), claim) {
+                    (Some(class), Some(claim)) => {
+                        let parameters = class.parameters.clone().unwrap_or_default();
+                        secret_reference(SecretKind::Provisioner, &parameters, name, Some(&claim)).unwrap_or_else(
+                            |refusal| {
+                                tracing::warn!(volume = %name, error = %refusal, "no deletion secret");
+                                None
+                            },
+                        )
+                    }
+                    _ => None,
+                }
+            }
+        };
+        let Some(secret) = secret else { return Credentials::default() };
+        match self.read_secret(&secret).await {
+            Ok(credentials) => credentials,
+            Err(error) => {
+                tracing::warn!(volume = %name, secret = %secret.name, namespace = %secret.namespace, %error,
+                    "cannot read the deletion secret, deleting without it");
+                Credentials::default()
+            }
+        }
+    }
+
+    async fn patch_volume(&self, name: &str, patch: serde_json::Value) -> Result<(), kube::Error> {
+        let api: Api<PersistentVolume> = Api::all(self.client.clone());
+        match api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn remove_volume_finalizer(&self, name: &str) -> Result<(), kube::Error> {
+        self.patch_volume(name, json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [FINALIZER_PV]}})).await
+    }
+}

@@ -1,0 +1,245 @@
+//! The I/O half of the provisioner: watch claims, volumes, classes (and CSINodes and Nodes when the driver has
+//! topology), queue what changed, and drive the rules of [`crate::translate`] with CSI calls and API writes.
+//!
+//! - [`stores`]: kube-runtime reflectors, and which watch events queue which keys.
+//! - [`provision`]: the claim worker (keyed by claim UID): CreateVolume and the PV, and the recovery of volumes
+//!   whose claim was deleted mid-call (the provisioning-protection finalizer).
+//! - [`delete`]: the volume worker (keyed by PV name): the reclaim-policy finalizer and DeleteVolume.
+//! - [`metrics`]: `controller_persistentvolumeclaim_provision_*` and `controller_persistentvolume_delete_*`.
+//!
+//! No business rule lives here: every decision is a call into `translate`.
+
+mod delete;
+pub mod metrics;
+mod provision;
+mod stores;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use csi_client::CsiClient;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Resource;
+use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
+use tokio_util::sync::CancellationToken;
+
+use crate::translate::provisioner::Provisioner;
+use crate::translate::refusal::{ClaimEvent, EventType};
+use crate::translate::topology::TopologyPin;
+pub use metrics::ProvisioningMetrics;
+use stores::Stores;
+
+/// A claim in the queue. Claims are queued by UID as upstream does; the name travels with it for the store lookup
+/// (a claim's namespace and name never change, so equality by all three is equality by UID).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClaimKey {
+    pub uid: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// How the controller works, from the flags.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// `--worker-threads`, for claims and again for volumes.
+    pub workers: usize,
+    /// `--retry-interval-start` / `--retry-interval-max`.
+    pub retry: RetryPolicy,
+}
+
+/// The provisioner's controllers. Cheap to clone.
+#[derive(Clone)]
+pub struct Controller {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    client: kube::Client,
+    csi: CsiClient,
+    provisioner: Provisioner,
+    events: EventRecorder,
+    options: Options,
+    stores: Stores,
+    claims: WorkQueue<ClaimKey>,
+    volumes: WorkQueue<String>,
+    /// Per claim UID: what the topology was computed from, so that retries send the same requirements (item 41).
+    pins: Mutex<HashMap<String, TopologyPin>>,
+    metrics: ProvisioningMetrics,
+}
+
+impl Controller {
+    pub fn new(
+        client: kube::Client,
+        csi: CsiClient,
+        provisioner: Provisioner,
+        events: EventRecorder,
+        options: Options,
+        queue_metrics: Option<&QueueMetrics>,
+        metrics: ProvisioningMetrics,
+    ) -> Controller {
+        fn queue<K: sidecar_runtime::queue::QueueKey>(
+            name: &str,
+            retry: RetryPolicy,
+            metrics: Option<&QueueMetrics>,
+        ) -> WorkQueue<K> {
+            match metrics {
+                Some(m) => WorkQueue::with_metrics(name, retry, m),
+                None => WorkQueue::new(name, retry),
+            }
+        }
+        let stores = Stores::new(provisioner.supports_topology());
+        let shared = Shared {
+            client,
+            csi,
+            provisioner,
+            events,
+            options,
+            stores,
+            claims: queue("claims", options.retry, queue_metrics),
+            volumes: queue("volumes", options.retry, queue_metrics),
+            pins: Mutex::default(),
+            metrics,
+        };
+        Controller { shared: Arc::new(shared) }
+    }
+
+    /// Watches, then works until `stop` fires; returns once in-flight work has finished.
+    pub async fn run(self, stop: CancellationToken) {
+        let shared = self.shared.clone();
+        let watching = stores::watch_all(shared.clone());
+        tokio::pin!(watching);
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            ready = shared.stores.wait_until_ready() => {
+                if !ready {
+                    tracing::error!("the watch caches stopped before they were filled");
+                    return;
+                }
+            }
+            _ = &mut watching => return,
+        }
+        tracing::info!(driver = %shared.provisioner.driver_name, "caches filled, provisioning");
+        // Everything the caches hold now is queued once, as an informer's initial adds are.
+        shared.queue_everything();
+
+        let workers = shared.options.workers;
+        let (claim_queue, volume_queue) = (shared.claims.clone(), shared.volumes.clone());
+        let claims = {
+            let shared = shared.clone();
+            claim_queue.run(workers, stop.clone(), move |key| {
+                let shared = shared.clone();
+                async move { shared.sync_claim(&key).await }
+            })
+        };
+        let volumes = {
+            let shared = shared.clone();
+            volume_queue.run(workers, stop.clone(), move |name| {
+                let shared = shared.clone();
+                async move { shared.sync_volume(&name).await }
+            })
+        };
+        tokio::select! {
+            _ = async { tokio::join!(claims, volumes) } => {}
+            _ = &mut watching => tracing::error!("watches ended unexpectedly"),
+        }
+    }
+}
+
+impl Shared {
+    fn queue_everything(&self) {
+        for claim in self.stores.claims.state() {
+            if let Some(key) = stores::claim_key(&claim) {
+                self.claims.add(key);
+            }
+        }
+        for volume in self.stores.volumes.state() {
+            if let Some(name) = volume.metadata.name.clone() {
+                self.volumes.add(name);
+            }
+        }
+    }
+
+    async fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, event: &ClaimEvent) {
+        let reference = object_reference(object);
+        let event_type = match event.event_type {
+            EventType::Normal => sidecar_runtime::EventType::Normal,
+            EventType::Warning => sidecar_runtime::EventType::Warning,
+        };
+        self.events.publish(&reference, event_type, event.reason, &event.message).await;
+    }
+
+    fn forget_pin(&self, uid: &str) {
+        self.pins.lock().unwrap_or_else(|p| p.into_inner()).remove(uid);
+    }
+
+    fn pin(&self, uid: &str) -> TopologyPin {
+        self.pins.lock().unwrap_or_else(|p| p.into_inner()).get(uid).cloned().unwrap_or_default()
+    }
+
+    fn keep_pin(&self, uid: &str, pin: TopologyPin) {
+        self.pins.lock().unwrap_or_else(|p| p.into_inner()).insert(uid.to_string(), pin);
+    }
+
+    /// `--retry-interval-max`: how long an infeasible claim waits.
+    fn slow_retry(&self) -> Duration {
+        self.options.retry.max
+    }
+}
+
+fn object_reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
+    let meta = object.meta();
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        field_path: None,
+    }
+}
+
+/// The events' source component, as the upstream library names it: `<driver>_<hostname>_<random uuid>`.
+pub fn event_component(driver_name: &str) -> String {
+    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    format!("{driver_name}_{host}_{}", random_uuid())
+}
+
+/// A version-4 style UUID from the standard library's randomly keyed hasher (no cryptographic use).
+fn random_uuid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let word = |salt: u64| {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(salt ^ u64::from(std::process::id()));
+        hasher.finish()
+    };
+    let (high, low) = (word(1), word(2));
+    let high = (high & 0xffff_ffff_ffff_0fff) | 0x4000;
+    let low = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0xffff,
+        low >> 48,
+        low & 0xffff_ffff_ffff
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_component_reads_like_the_library() {
+        let component = event_component("hostpath.csi.k8s.io");
+        let parts: Vec<&str> = component.split('_').collect();
+        assert_eq!(parts.len(), 3, "{component}");
+        assert_eq!(parts[0], "hostpath.csi.k8s.io");
+        let uuid = parts[2];
+        assert_eq!(uuid.len(), 36, "{uuid}");
+        assert_eq!(uuid.as_bytes()[14], b'4', "{uuid}");
+        assert_ne!(random_uuid(), random_uuid());
+    }
+}

@@ -1,0 +1,463 @@
+//! The claim worker: one claim (by UID) per run.
+
+use std::time::Instant;
+
+use csi_client::proto::{CreateVolumeRequest, DeleteVolumeRequest, TopologyRequirement};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::reflector::ObjectRef;
+use serde_json::json;
+use sidecar_runtime::Outcome;
+
+use super::{ClaimKey, Shared};
+use crate::translate::claim_filter::{
+    ClaimDecision, claim_class_name, claim_decision, library_volume_name, selected_node,
+};
+use crate::translate::clone_source::{clone_content_source, clone_protection_releasable, has_clone_protection};
+use crate::translate::create_volume::{
+    CreateVolumePlan, ResolvedInputs, create_volume_plan, create_volume_request, volume_name,
+};
+use crate::translate::data_source::{ContentKind, DataSource, claim_data_source};
+use crate::translate::in_flight::{InFlight, driver_is_done, has_provisioning_finalizer, in_flight};
+use crate::translate::names::{
+    ANN_SELECTED_NODE, EVENT_PROVISIONING_CLEANUP_FAILED, FINALIZER_CLONE_PROTECTION, FINALIZER_PROVISIONING_PROTECTION,
+};
+use crate::translate::parameters::deprecation_warnings;
+use crate::translate::persistent_volume::persistent_volume;
+use crate::translate::refusal::{
+    ClaimEvent, EventType, ProvisioningState, Refusal, RefusalKind, create_volume_failure, grpc_error_text,
+    provisioning_event, provisioning_succeeded_event,
+};
+use crate::translate::secrets::{
+    Credentials, SecretKind, SecretRef, SecretReferences, credentials, secret_read_failure, secret_reference,
+    secret_references,
+};
+use crate::translate::topology::{TopologyInput, accessibility_requirements};
+
+/// Attempts at deleting a volume the provisioner created but cannot use (items 28, 29).
+const REJECTED_VOLUME_DELETE_ATTEMPTS: usize = 5;
+
+/// A request ready to send, and what else the attempt needs afterwards.
+struct Prepared {
+    plan: CreateVolumePlan,
+    request: CreateVolumeRequest,
+    credentials: Credentials,
+    references: SecretReferences,
+    /// The claim being cloned, which gets the clone-protection finalizer before the call.
+    clone_source: Option<DataSource>,
+}
+
+/// The text of a Kubernetes API error as client-go prints it (the Status message), for events.
+pub(super) fn api_error_text(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn cached<K: kube::Resource<DynamicType = ()> + Clone>(store: &Option<kube::runtime::reflector::Store<K>>) -> Vec<K> {
+    store.as_ref().map(|s| s.state().iter().map(|o| (**o).clone()).collect()).unwrap_or_default()
+}
+
+fn claim_path(claim: &PersistentVolumeClaim) -> String {
+    format!(
+        "{}/{}",
+        claim.metadata.namespace.as_deref().unwrap_or_default(),
+        claim.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl Shared {
+    pub(super) async fn sync_claim(&self, key: &ClaimKey) -> Outcome {
+        let Some(claim) = self.stores.claim(key) else {
+            self.forget_pin(&key.uid);
+            return Outcome::Done;
+        };
+        let p = &self.provisioner;
+        if has_clone_protection(&claim) {
+            let claims = self.stores.claims.state();
+            if clone_protection_releasable(&claim, claims.iter().map(|c| &**c))
+                && let Err(err) = self.remove_finalizer(&claim, FINALIZER_CLONE_PROTECTION).await
+            {
+                tracing::warn!(claim = %claim_path(&claim), error = %err, "cannot remove the clone protection");
+                return Outcome::Retry;
+            }
+        }
+        let own_volume = volume_name(&p.volume_name_prefix, &key.uid, p.volume_name_uuid_length).ok();
+        let volume_exists = own_volume.as_deref().is_some_and(|name| self.stores.volume(name).is_some());
+        match in_flight(&claim, p, volume_exists) {
+            InFlight::Release => return self.release_claim(&claim).await,
+            InFlight::Recover => return self.recover(&claim).await,
+            InFlight::Nothing => {}
+        }
+        if claim.metadata.deletion_timestamp.is_some() {
+            return Outcome::Done;
+        }
+        let class = self.stores.class(&claim_class_name(&claim));
+        let library_volume_exists = self.stores.volume(&library_volume_name(&claim)).is_some();
+        match claim_decision(&claim, class.as_deref(), p, library_volume_exists) {
+            ClaimDecision::Skip(reason) => {
+                tracing::trace!(claim = %claim_path(&claim), ?reason, "not provisioning");
+                Outcome::Done
+            }
+            ClaimDecision::Retry(message) => {
+                tracing::info!(claim = %claim_path(&claim), %message, "cannot provision yet");
+                Outcome::Retry
+            }
+            ClaimDecision::Provision { selected_node } => match class {
+                Some(class) => self.provision(&claim, &class, selected_node.as_deref()).await,
+                None => Outcome::Retry,
+            },
+        }
+    }
+
+    async fn provision(&self, claim: &PersistentVolumeClaim, class: &StorageClass, node: Option<&str>) -> Outcome {
+        let started = Instant::now();
+        let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
+        let name = claim.metadata.name.as_deref().unwrap_or_default();
+        tracing::info!(claim = %claim_path(claim), "provisioning");
+        self.publish(claim, &provisioning_event(namespace, name)).await;
+
+        let class_name = class.metadata.name.as_deref().unwrap_or_default();
+        let source = claim.spec.as_ref().and_then(|s| s.data_source.as_ref()).map(|d| d.kind.as_str()).unwrap_or("");
+        match self.try_provision(claim, class, node).await {
+            Ok(volume) => {
+                tracing::info!(claim = %claim_path(claim), %volume, "provisioned");
+                self.metrics.provisioned(class_name, source, started.elapsed());
+                self.forget_pin(claim.metadata.uid.as_deref().unwrap_or_default());
+                self.publish(claim, &provisioning_succeeded_event(&volume)).await;
+                Outcome::Done
+            }
+            Err(refusal) => {
+                if refusal.retried() {
+                    self.metrics.provision_failed(class_name, source);
+                }
+                self.refused(claim, refusal).await
+            }
+        }
+    }
+
+    /// One attempt: the request, the finalizer, CreateVolume, the PV. Returns the PV name.
+    async fn try_provision(
+        &self,
+        claim: &PersistentVolumeClaim,
+        class: &StorageClass,
+        node: Option<&str>,
+    ) -> Result<String, Refusal> {
+        let Prepared { plan, request, credentials, references, clone_source } =
+            self.prepare(claim, class, node).await?;
+
+        // Beyond upstream: recorded in the API before the call, so a crash cannot lose the volume.
+        if !has_provisioning_finalizer(claim) {
+            self.add_finalizer(claim, FINALIZER_PROVISIONING_PROTECTION)
+                .await
+                .map_err(|e| Refusal::no_change(api_error_text(&e)))?;
+        }
+        if let Some(source) = &clone_source {
+            let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &source.namespace);
+            let patch = json!({"metadata": {"finalizers": [FINALIZER_CLONE_PROTECTION]}});
+            api.patch(&source.name, &PatchParams::default(), &Patch::Strategic(patch))
+                .await
+                .map_err(|e| Refusal::no_change(api_error_text(&e)))?;
+        }
+        let may_reschedule = self.provisioner.supports_topology() && node.is_some();
+        let response = match self.csi.create_volume(request).await {
+            Ok(response) => response,
+            Err(err) => {
+                let refusal = create_volume_failure(&err, may_reschedule);
+                if driver_is_done(refusal.state) {
+                    self.remove_claim_finalizer_logged(claim).await;
+                }
+                return Err(refusal);
+            }
+        };
+        let volume = response.volume.unwrap_or_default();
+        let pv = match persistent_volume(&volume, &plan, &references, claim, class, &self.provisioner) {
+            Ok(pv) => pv,
+            Err(rejection) => {
+                let cleanup = self.delete_rejected_volume(&volume.volume_id, credentials).await;
+                return Err(rejection.refusal(&plan.volume_name, cleanup.err().as_deref()));
+            }
+        };
+        self.save_volume(&pv).await?;
+        // The PV exists: the finalizer has done its job. Should this fail, the PV's watch event queues the claim
+        // again and the next run releases it.
+        self.remove_claim_finalizer_logged(claim).await;
+        Ok(plan.volume_name)
+    }
+
+    /// Everything before the call: plan, content source, topology, secrets, VolumeAttributesClass, request.
+    async fn prepare(
+        &self,
+        claim: &PersistentVolumeClaim,
+        class: &StorageClass,
+        node: Option<&str>,
+    ) -> Result<Prepared, Refusal> {
+        let p = &self.provisioner;
+        let source = claim_data_source(claim, p.features.cross_namespace_volume_data_source)?;
+        let plan = create_volume_plan(claim, class, p, source.as_ref())?;
+        for warning in deprecation_warnings(class.parameters.as_ref().unwrap_or(&Default::default())) {
+            tracing::warn!(class = class.metadata.name.as_deref().unwrap_or_default(), "{warning}");
+        }
+        let mut clone_source = None;
+        let volume_content_source = match &plan.content {
+            None => None,
+            Some((ContentKind::Snapshot, _)) => {
+                return Err(Refusal::finished("restoring a volume from a VolumeSnapshot is not supported yet"));
+            }
+            Some((ContentKind::Clone, source)) => {
+                let source_claim = self.stores.claims.get(&ObjectRef::new(&source.name).within(&source.namespace));
+                let source_volume_name = source_claim.as_ref().and_then(|c| c.spec.as_ref()?.volume_name.clone());
+                let source_volume = source_volume_name.and_then(|name| self.stores.volume(&name));
+                let content = clone_content_source(
+                    claim,
+                    source,
+                    source_claim.as_deref(),
+                    source_volume.as_deref(),
+                    &class.provisioner,
+                )?;
+                clone_source = Some(source.clone());
+                Some(content)
+            }
+        };
+        let accessibility_requirements = if p.supports_topology() { self.topology(claim, class, node)? } else { None };
+
+        let parameters = class.parameters.clone().unwrap_or_default();
+        let secret = secret_reference(SecretKind::Provisioner, &parameters, &plan.volume_name, Some(claim))?;
+        let credentials = match &secret {
+            Some(secret) => self.read_secret(secret).await.map_err(|e| secret_read_failure(secret, &e))?,
+            None => Credentials::default(),
+        };
+        let references = secret_references(&parameters, &plan.volume_name, Some(claim))?;
+
+        let vac = match &plan.volume_attributes_class {
+            Some(name) => Api::<VolumeAttributesClass>::all(self.client.clone())
+                .get_opt(name)
+                .await
+                .map_err(|e| Refusal::no_change(api_error_text(&e)))?,
+            None => None,
+        };
+        let resolved = ResolvedInputs {
+            credentials: credentials.clone(),
+            volume_content_source,
+            accessibility_requirements,
+            volume_attributes_class: vac.as_ref(),
+        };
+        let request = create_volume_request(&plan, claim, class, p, resolved)?;
+        Ok(Prepared { plan, request, credentials, references, clone_source })
+    }
+
+    fn topology(
+        &self,
+        claim: &PersistentVolumeClaim,
+        class: &StorageClass,
+        node: Option<&str>,
+    ) -> Result<Option<TopologyRequirement>, Refusal> {
+        let csi_nodes = cached(&self.stores.csi_nodes);
+        let nodes = cached(&self.stores.nodes);
+        let input = TopologyInput {
+            driver_name: &self.provisioner.driver_name,
+            claim_name: claim.metadata.name.as_deref().unwrap_or_default(),
+            allowed_topologies: class.allowed_topologies.as_deref().unwrap_or_default(),
+            selected_node: node,
+            strict_topology: self.provisioner.strict_topology,
+            immediate_topology: self.provisioner.immediate_topology,
+            csi_nodes: &csi_nodes,
+            nodes: &nodes,
+        };
+        let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+        let mut pin = self.pin(uid);
+        let requirements = accessibility_requirements(&input, &mut pin);
+        self.keep_pin(uid, pin);
+        requirements
+    }
+
+    /// The Secret's data. The error is the API's text, never the data.
+    pub(super) async fn read_secret(&self, secret: &SecretRef) -> Result<Credentials, String> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &secret.namespace);
+        api.get(&secret.name).await.map(|s| credentials(&s)).map_err(|e| api_error_text(&e))
+    }
+
+    /// What follows a failed attempt: the event, the topology pin, a reschedule, and when to try again.
+    async fn refused(&self, claim: &PersistentVolumeClaim, refusal: Refusal) -> Outcome {
+        let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+        match refusal.kind {
+            RefusalKind::Ignored { .. } => {
+                tracing::info!(claim = %claim_path(claim), reason = %refusal, "not provisioning")
+            }
+            _ => {
+                tracing::warn!(claim = %claim_path(claim), error = %refusal, state = ?refusal.state, "provisioning failed")
+            }
+        }
+        if let Some(event) = refusal.event() {
+            self.publish(claim, &event).await;
+        }
+        match refusal.state {
+            ProvisioningState::Finished => self.forget_pin(uid),
+            ProvisioningState::Reschedule => {
+                self.forget_pin(uid);
+                return match self.remove_selected_node(claim).await {
+                    Ok(()) => Outcome::Done,
+                    Err(err) => {
+                        tracing::warn!(claim = %claim_path(claim), error = %err, "cannot give the claim back to the scheduler");
+                        Outcome::Retry
+                    }
+                };
+            }
+            ProvisioningState::InBackground | ProvisioningState::NoChange => {}
+        }
+        match refusal.kind {
+            RefusalKind::Ignored { .. } => Outcome::Done,
+            RefusalKind::Infeasible => Outcome::RetryAfter(self.slow_retry()),
+            RefusalKind::Failed => Outcome::Retry,
+        }
+    }
+
+    /// The claim was deleted before its PV was written: learn the volume id by repeating CreateVolume with the same
+    /// name and arguments, delete the volume, then let the claim go.
+    async fn recover(&self, claim: &PersistentVolumeClaim) -> Outcome {
+        let path = claim_path(claim);
+        let class_name = claim_class_name(claim);
+        let Some(class) = self.stores.class(&class_name) else {
+            let message =
+                format!("cannot delete the volume of deleted claim {path}: storageClass \"{class_name}\" not found");
+            return self.cleanup_failed(claim, message).await;
+        };
+        // The cache may lag: a PV written just before a crash makes the volume the PV's business (its reclaim
+        // policy decides), so ask the API itself before deleting anything.
+        let p = &self.provisioner;
+        let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+        if let Ok(name) = volume_name(&p.volume_name_prefix, uid, p.volume_name_uuid_length) {
+            match Api::<PersistentVolume>::all(self.client.clone()).get_opt(&name).await {
+                Ok(Some(_)) => return self.release_claim(claim).await,
+                Ok(None) => {}
+                Err(err) => return self.cleanup_failed(claim, api_error_text(&err)).await,
+            }
+        }
+        tracing::info!(claim = %path, "claim deleted while its volume was being provisioned: deleting the volume");
+        let prepared = match self.prepare(claim, &class, selected_node(claim).as_deref()).await {
+            Ok(prepared) => prepared,
+            // A request that cannot be built was never sent: there is no volume.
+            Err(refusal) if refusal.state == ProvisioningState::Finished => {
+                tracing::info!(claim = %path, reason = %refusal, "no volume can exist for the deleted claim");
+                return self.release_claim(claim).await;
+            }
+            Err(refusal) => return self.cleanup_failed(claim, refusal.message).await,
+        };
+        let volume_name = prepared.request.name.clone();
+        match self.csi.create_volume(prepared.request).await {
+            Ok(response) => {
+                let volume_id = response.volume.map(|v| v.volume_id).unwrap_or_default();
+                let request = DeleteVolumeRequest { volume_id, secrets: prepared.credentials.into_map() };
+                if let Err(err) = self.csi.delete_volume(request).await {
+                    return self.cleanup_failed(claim, grpc_error_text(&err)).await;
+                }
+                tracing::info!(claim = %path, volume = %volume_name, "deleted the volume of the deleted claim");
+            }
+            Err(err) => {
+                let refusal = create_volume_failure(&err, false);
+                if !driver_is_done(refusal.state) {
+                    return self.cleanup_failed(claim, refusal.message).await;
+                }
+                tracing::info!(claim = %path, error = %refusal, "the driver has no volume for the deleted claim");
+            }
+        }
+        self.forget_pin(claim.metadata.uid.as_deref().unwrap_or_default());
+        self.release_claim(claim).await
+    }
+
+    async fn cleanup_failed(&self, claim: &PersistentVolumeClaim, message: String) -> Outcome {
+        tracing::warn!(claim = %claim_path(claim), error = %message, "cleanup of a deleted claim's volume failed");
+        let event = ClaimEvent { event_type: EventType::Warning, reason: EVENT_PROVISIONING_CLEANUP_FAILED, message };
+        self.publish(claim, &event).await;
+        Outcome::Retry
+    }
+
+    /// DeleteVolume for a volume that cannot be used, a few times within one timeout.
+    async fn delete_rejected_volume(&self, volume_id: &str, credentials: Credentials) -> Result<(), String> {
+        let secrets = credentials.into_map();
+        let deadline = Instant::now() + self.csi.timeout();
+        let mut last = String::new();
+        for _ in 0..REJECTED_VOLUME_DELETE_ATTEMPTS {
+            let request = DeleteVolumeRequest { volume_id: volume_id.to_string(), secrets: secrets.clone() };
+            match self.csi.delete_volume(request).await {
+                Ok(_) => return Ok(()),
+                Err(err) => last = grpc_error_text(&err),
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        Err(last)
+    }
+
+    /// Creates the PV; one that exists already is success (item 34).
+    async fn save_volume(&self, pv: &PersistentVolume) -> Result<(), Refusal> {
+        let api: Api<PersistentVolume> = Api::all(self.client.clone());
+        match api.create(&PostParams::default(), pv).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => Ok(()),
+            Err(err) => Err(Refusal::failed(
+                ProvisioningState::InBackground,
+                format!(
+                    "error saving volume {}: {}",
+                    pv.metadata.name.as_deref().unwrap_or_default(),
+                    api_error_text(&err)
+                ),
+            )),
+        }
+    }
+
+    async fn release_claim(&self, claim: &PersistentVolumeClaim) -> Outcome {
+        match self.remove_claim_finalizer(claim).await {
+            Ok(()) => Outcome::Done,
+            Err(err) => {
+                tracing::warn!(claim = %claim_path(claim), error = %err, "cannot remove the provisioning finalizer");
+                Outcome::Retry
+            }
+        }
+    }
+
+    fn claims_api(&self, claim: &PersistentVolumeClaim) -> Api<PersistentVolumeClaim> {
+        Api::namespaced(self.client.clone(), claim.metadata.namespace.as_deref().unwrap_or_default())
+    }
+
+    async fn add_finalizer(&self, claim: &PersistentVolumeClaim, finalizer: &str) -> Result<(), kube::Error> {
+        // The uid makes the patch fail on a claim recreated under the same name.
+        let patch = json!({"metadata": {"uid": claim.metadata.uid, "finalizers": [finalizer]}});
+        let name = claim.metadata.name.as_deref().unwrap_or_default();
+        self.claims_api(claim).patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await?;
+        Ok(())
+    }
+
+    async fn remove_claim_finalizer(&self, claim: &PersistentVolumeClaim) -> Result<(), kube::Error> {
+        self.remove_finalizer(claim, FINALIZER_PROVISIONING_PROTECTION).await
+    }
+
+    async fn remove_finalizer(&self, claim: &PersistentVolumeClaim, finalizer: &str) -> Result<(), kube::Error> {
+        let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}});
+        let name = claim.metadata.name.as_deref().unwrap_or_default();
+        match self.claims_api(claim).patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Removes the finalizer (whether or not the cached claim shows it: it may have been added since).
+    async fn remove_claim_finalizer_logged(&self, claim: &PersistentVolumeClaim) {
+        if let Err(err) = self.remove_claim_finalizer(claim).await {
+            tracing::warn!(claim = %claim_path(claim), error = %err, "cannot remove the provisioning finalizer yet");
+        }
+    }
+
+    /// Gives the claim back to the scheduler (item 40).
+    async fn remove_selected_node(&self, claim: &PersistentVolumeClaim) -> Result<(), kube::Error> {
+        let patch = json!({"metadata": {"annotations": {ANN_SELECTED_NODE: null}}});
+        let name = claim.metadata.name.as_deref().unwrap_or_default();
+        self.claims_api(claim).patch(name, &PatchParams::default(), &Patch::Merge(patch)).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,261 @@
+//! The csi-provisioner command line: every upstream flag with its upstream default (reference §2).
+//!
+//! Flags whose feature is not implemented yet are accepted so that existing manifests keep working, and a warning
+//! names them when they ask for something ([`Args::unsupported`]). Flags upstream removed are refused with a message
+//! naming them ([`removed_flag`]).
+
+use std::time::Duration;
+
+use sidecar_runtime::flags::{go_bool, go_duration};
+use sidecar_runtime::{CommonArgs, RetryArgs};
+
+use crate::translate::provisioner::{FeatureGates, Provisioner};
+
+/// `--feature-gates` names the provisioner knows.
+pub const TOPOLOGY: &str = "Topology";
+pub const VOLUME_ATTRIBUTES_CLASS: &str = "VolumeAttributesClass";
+pub const CROSS_NAMESPACE_VOLUME_DATA_SOURCE: &str = "CrossNamespaceVolumeDataSource";
+pub const KNOWN_GATES: [&str; 4] = [
+    TOPOLOGY,
+    VOLUME_ATTRIBUTES_CLASS,
+    CROSS_NAMESPACE_VOLUME_DATA_SOURCE,
+    sidecar_runtime::RELEASE_LEADER_ELECTION_ON_EXIT,
+];
+
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "csi-provisioner", about = "Provisions PersistentVolumes for claims through a CSI driver")]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub retry: RetryArgs,
+
+    /// Deadline of each CSI call.
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    pub timeout: Duration,
+    /// Prefix of PV names and CreateVolume names.
+    #[arg(long, default_value = "pvc")]
+    pub volume_name_prefix: String,
+    /// Length of the claim UID in volume names: -1 keeps it whole, N keeps N characters without dashes.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub volume_name_uuid_length: i64,
+    /// Number of claim workers, and separately of volume (deletion) workers.
+    #[arg(long, default_value_t = 100)]
+    pub worker_threads: usize,
+    /// Workers removing the clone-protection finalizer.
+    #[arg(long, default_value_t = 1)]
+    pub cloning_protection_threads: usize,
+    /// Period of the sweep of orphaned snapshot source-protection finalizers (0: off).
+    #[arg(long, default_value = "5m", value_parser = go_duration)]
+    pub snapshot_orphan_sweep_interval: Duration,
+    /// Workers for CSIStorageCapacity.
+    #[arg(long, default_value_t = 1)]
+    pub capacity_threads: usize,
+    /// Late binding: send only the selected node's topology.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub strict_topology: bool,
+    /// Immediate binding: send the aggregated cluster topology.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = go_bool)]
+    pub immediate_topology: bool,
+    /// Add the claim name and namespace and the PV name to the CreateVolume parameters.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub extra_create_metadata: bool,
+    /// fsType when the StorageClass gives none.
+    #[arg(long, default_value = "")]
+    pub default_fstype: String,
+    /// Mark PVs of ReadOnlyMany-only claims read-only.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub controller_publish_readonly: bool,
+    /// Refuse snapshot restores that change the volume mode unless the content allows it.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = go_bool)]
+    pub prevent_volume_mode_conversion: bool,
+    /// Publish CSIStorageCapacity objects (not supported yet).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub enable_capacity: bool,
+    /// Also publish capacity for Immediate classes (not supported yet).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub capacity_for_immediate_binding: bool,
+    /// Period of the GetCapacity refresh (not supported yet).
+    #[arg(long, default_value = "1m", value_parser = go_duration)]
+    pub capacity_poll_interval: Duration,
+    /// Owner of the capacity objects (not supported yet).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    pub capacity_ownerref_level: i32,
+    /// Rate limit of CSIStorageCapacity writes (not supported yet).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub kube_api_capacity_qps: f32,
+    /// Burst of CSIStorageCapacity writes (not supported yet).
+    #[arg(long, default_value_t = 5)]
+    pub kube_api_capacity_burst: u32,
+    /// Distributed provisioning, one provisioner per node (not supported yet).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub node_deployment: bool,
+    /// In node mode, compete for Immediate claims (not supported yet).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = go_bool)]
+    pub node_deployment_immediate_binding: bool,
+    /// In node mode, the initial delay before owning a claim (not supported yet).
+    #[arg(long, default_value = "20s", value_parser = go_duration)]
+    pub node_deployment_base_delay: Duration,
+    /// In node mode, the ceiling of the ownership backoff (not supported yet).
+    #[arg(long, default_value = "60s", value_parser = go_duration)]
+    pub node_deployment_max_delay: Duration,
+    /// Serve /debug/pprof (a Go facility; accepted, no effect).
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub enable_pprof: bool,
+    /// Accepted for compatibility; no effect.
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub log_text_split_stream: bool,
+    /// Accepted for compatibility; no effect.
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub log_json_split_stream: bool,
+    /// Accepted for compatibility; no effect.
+    #[arg(long, hide = true)]
+    pub log_text_info_buffer_size: Option<String>,
+    /// Accepted for compatibility; no effect.
+    #[arg(long, hide = true)]
+    pub log_json_info_buffer_size: Option<String>,
+}
+
+/// Upstream flags that no longer exist, and why (reference §2).
+const REMOVED_FLAGS: [(&str, &str); 6] = [
+    ("provisioner", "the provisioner name is the driver name from GetPluginInfo"),
+    ("connection-timeout", "removed in 2.0; the provisioner waits for the driver indefinitely"),
+    ("enable-leader-election", "removed in 2.0; use --leader-election"),
+    ("leader-election-type", "removed in 2.0; leader election always uses Leases"),
+    ("provisioning-retry-count", "retries are unlimited; see --retry-interval-start/--retry-interval-max"),
+    ("deletion-retry-count", "retries are unlimited; see --retry-interval-start/--retry-interval-max"),
+];
+
+/// The first argument naming a flag upstream removed, with the message to print.
+pub fn removed_flag<I: IntoIterator<Item = String>>(argv: I) -> Option<String> {
+    argv.into_iter().skip(1).take_while(|a| a != "--").find_map(|arg| {
+        let name = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
+        let name = name.split('=').next().unwrap_or_default();
+        REMOVED_FLAGS
+            .iter()
+            .find(|(removed, _)| *removed == name)
+            .map(|(removed, why)| format!("flag --{removed} is no longer supported: {why}"))
+    })
+}
+
+impl Args {
+    /// The feature gates, refusing names the provisioner does not know.
+    pub fn feature_gates(&self) -> Result<FeatureGates, sidecar_runtime::flags::ValueError> {
+        let gates = self.common.feature_gates();
+        gates.check_known(&KNOWN_GATES)?;
+        let defaults = FeatureGates::default();
+        Ok(FeatureGates {
+            topology: gates.enabled(TOPOLOGY, defaults.topology),
+            volume_attributes_class: gates.enabled(VOLUME_ATTRIBUTES_CLASS, defaults.volume_attributes_class),
+            cross_namespace_volume_data_source: gates
+                .enabled(CROSS_NAMESPACE_VOLUME_DATA_SOURCE, defaults.cross_namespace_volume_data_source),
+        })
+    }
+
+    /// The flags that shape requests and volumes, applied to a provisioner for `driver_name`.
+    pub fn provisioner(&self, driver_name: &str, features: FeatureGates) -> Provisioner {
+        let mut provisioner = Provisioner::new(driver_name);
+        provisioner.volume_name_prefix = self.volume_name_prefix.clone();
+        provisioner.volume_name_uuid_length = self.volume_name_uuid_length;
+        provisioner.default_fs_type = self.default_fstype.clone();
+        provisioner.extra_create_metadata = self.extra_create_metadata;
+        provisioner.controller_publish_readonly = self.controller_publish_readonly;
+        provisioner.strict_topology = self.strict_topology;
+        provisioner.immediate_topology = self.immediate_topology;
+        provisioner.features = features;
+        provisioner
+    }
+
+    /// Flags that ask for something not implemented yet, for a startup warning.
+    pub fn unsupported(&self) -> Vec<&'static str> {
+        let mut unsupported = Vec::new();
+        if self.enable_capacity {
+            unsupported.push("--enable-capacity");
+        }
+        if self.node_deployment {
+            unsupported.push("--node-deployment");
+        }
+        if self.enable_pprof {
+            unsupported.push("--enable-pprof");
+        }
+        unsupported
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        sidecar_runtime::flags::try_parse_from(std::iter::once("csi-provisioner").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn upstream_defaults() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.common.csi_address, "/run/csi/socket");
+        assert_eq!(args.timeout, Duration::from_secs(10));
+        assert_eq!(args.volume_name_prefix, "pvc");
+        assert_eq!(args.volume_name_uuid_length, -1);
+        assert_eq!(args.worker_threads, 100);
+        assert_eq!(args.retry.retry_interval_start, Duration::from_secs(1));
+        assert_eq!(args.retry.retry_interval_max, Duration::from_secs(300));
+        assert!(!args.strict_topology && args.immediate_topology && args.prevent_volume_mode_conversion);
+        assert!(!args.extra_create_metadata && !args.controller_publish_readonly && !args.enable_capacity);
+        assert_eq!(args.capacity_poll_interval, Duration::from_secs(60));
+        assert_eq!(args.capacity_ownerref_level, 1);
+        assert_eq!((args.kube_api_capacity_qps, args.kube_api_capacity_burst), (1.0, 5));
+        assert_eq!(args.node_deployment_base_delay, Duration::from_secs(20));
+        assert_eq!(args.node_deployment_max_delay, Duration::from_secs(60));
+        assert_eq!(args.snapshot_orphan_sweep_interval, Duration::from_secs(300));
+        assert_eq!(args.feature_gates().unwrap(), FeatureGates::default());
+        assert!(args.unsupported().is_empty());
+    }
+
+    #[test]
+    fn go_style_manifests_parse() {
+        let args = parse(&[
+            "-csi-address=/csi/csi.sock",
+            "--v=5",
+            "--timeout=30s",
+            "--extra-create-metadata",
+            "--immediate-topology=false",
+            "--volume-name-uuid-length=8",
+            "--feature-gates=Topology=false,VolumeAttributesClass=true",
+            "--default-fstype=ext4",
+            "--enable-capacity",
+            "--capacity-ownerref-level=-1",
+            "--leader-election",
+            "--http-endpoint=:8080",
+        ])
+        .unwrap();
+        assert_eq!(args.common.csi_address, "/csi/csi.sock");
+        assert_eq!(args.timeout, Duration::from_secs(30));
+        assert!(args.extra_create_metadata && !args.immediate_topology);
+        assert!(!args.feature_gates().unwrap().topology);
+        assert_eq!(args.unsupported(), vec!["--enable-capacity"]);
+        let provisioner = args.provisioner("d", args.feature_gates().unwrap());
+        assert_eq!(provisioner.volume_name_uuid_length, 8);
+        assert_eq!(provisioner.default_fs_type, "ext4");
+        assert!(!provisioner.immediate_topology);
+    }
+
+    #[test]
+    fn unknown_gates_and_removed_flags_are_refused() {
+        assert!(parse(&["--feature-gates=NoSuchGate=true"]).unwrap().feature_gates().is_err());
+        let argv = |args: &[&str]| {
+            removed_flag(std::iter::once("p").chain(args.iter().copied()).map(String::from).collect::<Vec<_>>())
+        };
+        for flag in
+            ["--provisioner=x", "-connection-timeout=5s", "--enable-leader-election", "--leader-election-type=leases"]
+        {
+            let message = argv(&[flag]).unwrap_or_else(|| panic!("{flag} accepted"));
+            let name = flag.trim_start_matches('-').split('=').next().unwrap();
+            assert!(message.contains(&format!("--{name}")), "{message}");
+        }
+        assert!(argv(&["--provisioning-retry-count=3"]).is_some());
+        assert!(argv(&["--deletion-retry-count", "3"]).is_some());
+        assert_eq!(argv(&["--leader-election", "--timeout=1s"]), None);
+        assert_eq!(argv(&["--", "--provisioner"]), None);
+    }
+}

@@ -1,0 +1,68 @@
+//! csi-provisioner: creates a PersistentVolume through the CSI driver for each claim that asks for one, and deletes
+//! volumes their reclaim policy lets go. A drop-in for the upstream image: same flags, Lease, events and metrics.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use csi_client::{CsiClient, Endpoint, OperationMetrics, connection};
+use provisioner::controller::{self, Controller, Options, ProvisioningMetrics};
+use provisioner::flags::{Args, removed_flag};
+use provisioner::translate::provisioner::provisioner_identity;
+use sidecar_runtime::leader_election::provisioner_lease_name;
+use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
+
+/// Upstream waits for the driver's socket forever; this is "forever" in practice.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    if let Some(message) = removed_flag(std::env::args()) {
+        eprintln!("error: {message}");
+        std::process::exit(2);
+    }
+    let args: Args = sidecar_runtime::flags::parse();
+    args.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
+    let features = args.feature_gates()?;
+    let mut sidecar = Sidecar::start(&args.common).await?;
+    for flag in args.unsupported() {
+        tracing::warn!(flag, "flag accepted but not supported yet; it has no effect");
+    }
+
+    let csi_metrics = OperationMetrics::register(sidecar.registry());
+    let endpoint: Endpoint = args.common.csi_address.parse()?;
+    let connection = connection::connect(&endpoint, CONNECT_TIMEOUT).await?;
+    {
+        let connection = connection.clone();
+        tokio::spawn(async move {
+            connection.lost().await;
+            connection::exit_on_connection_loss(&connection.endpoint);
+        });
+    }
+    let csi = CsiClient::new(&connection, args.timeout, csi_metrics);
+    csi.probe_until_ready().await?;
+    let driver = csi.driver_info().await.context("GetPluginInfo")?.name;
+    tracing::info!(%driver, "detected CSI driver");
+
+    let mut provisioner = args.provisioner(&driver, features);
+    provisioner.plugin_capabilities = csi.plugin_capabilities().await.context("GetPluginCapabilities")?;
+    provisioner.controller_capabilities = csi.controller_capabilities().await.context("ControllerGetCapabilities")?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    provisioner.identity = provisioner_identity(now.as_millis() as i64, now.subsec_nanos(), &driver, None);
+
+    let queue_metrics = QueueMetrics::register(sidecar.registry());
+    let metrics = ProvisioningMetrics::register(sidecar.registry());
+    let options = Options { workers: args.worker_threads, retry: RetryPolicy::from_args(&args.retry) };
+    let events = sidecar.events(controller::event_component(&driver));
+    let controller =
+        Controller::new(sidecar.client(), csi, provisioner, events, options, Some(&queue_metrics), metrics);
+
+    if let Some(address) = sidecar.serve_http().await? {
+        tracing::info!(%address, "serving metrics and health checks");
+    }
+    // In a pod POD_NAME is the hostname, upstream's identity; it also tells replicas on one host apart.
+    if let Some(pod) = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()) {
+        sidecar.set_leader_identity(pod);
+    }
+    sidecar.run(&provisioner_lease_name(&driver), args.timeout, |stop| controller.run(stop)).await?;
+    Ok(())
+}

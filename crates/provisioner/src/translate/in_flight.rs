@@ -1,0 +1,123 @@
+//! Provisioning that must survive a crash (beyond upstream; external-provisioner #486).
+//!
+//! Upstream remembers a CreateVolume whose outcome is unknown only in memory: if the provisioner restarts while the
+//! driver works and the claim is deleted meanwhile, the volume leaks. Here the claim carries
+//! [`FINALIZER_PROVISIONING_PROTECTION`] from just before CreateVolume until either its PV exists or the driver has
+//! said the volume does not exist (or deleted it). A claim deleted while it carries the finalizer stays in the API
+//! until the provisioner has repeated CreateVolume with the same name (CSI calls are idempotent by name), learned
+//! the volume id and deleted the volume.
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+use super::claim_filter::is_our_claim;
+use super::names::FINALIZER_PROVISIONING_PROTECTION;
+use super::provisioner::Provisioner;
+use super::refusal::ProvisioningState;
+
+/// What the finalizer asks of the controller for one claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InFlight {
+    /// No finalizer, or provisioning simply goes on.
+    Nothing,
+    /// The PV exists (or the claim is bound): the finalizer has done its job, remove it.
+    Release,
+    /// The claim is being deleted before its PV was written: find the volume by name, delete it, then remove the
+    /// finalizer.
+    Recover,
+}
+
+/// Whether the claim carries the provisioning-protection finalizer.
+pub fn has_provisioning_finalizer(claim: &PersistentVolumeClaim) -> bool {
+    claim.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER_PROVISIONING_PROTECTION)
+}
+
+/// What to do about the finalizer. `volume_exists` tells whether the PV named after the claim is known. The
+/// finalizer of another driver's claim is that driver's provisioner's business.
+pub fn in_flight(claim: &PersistentVolumeClaim, provisioner: &Provisioner, volume_exists: bool) -> InFlight {
+    if !has_provisioning_finalizer(claim) || !is_our_claim(claim, provisioner) {
+        return InFlight::Nothing;
+    }
+    let bound = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_some_and(|v| !v.is_empty());
+    if volume_exists || bound {
+        return InFlight::Release;
+    }
+    if claim.metadata.deletion_timestamp.is_some() {
+        return InFlight::Recover;
+    }
+    InFlight::Nothing
+}
+
+/// After a failed CreateVolume: may the finalizer go? Only when the driver's answer says it is not creating the
+/// volume (a final error, or ResourceExhausted sending the claim back to the scheduler). After an in-progress error
+/// (timeout, Unavailable, ...) the volume may exist, and the finalizer stays until a later call tells.
+pub fn driver_is_done(state: ProvisioningState) -> bool {
+    matches!(state, ProvisioningState::Finished | ProvisioningState::Reschedule)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaimSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::*;
+    use crate::translate::names::ANN_STORAGE_PROVISIONER;
+
+    const DRIVER: &str = "hostpath.csi.k8s.io";
+
+    fn claim(finalizer: bool, deleting: bool, volume_name: Option<&str>) -> PersistentVolumeClaim {
+        PersistentVolumeClaim {
+            metadata: ObjectMeta {
+                name: Some("data".into()),
+                annotations: Some([(ANN_STORAGE_PROVISIONER.to_string(), DRIVER.to_string())].into()),
+                finalizers: Some(if finalizer {
+                    vec!["kubernetes.io/pvc-protection".into(), FINALIZER_PROVISIONING_PROTECTION.into()]
+                } else {
+                    vec!["kubernetes.io/pvc-protection".into()]
+                }),
+                deletion_timestamp: deleting.then_some(Time(Timestamp::UNIX_EPOCH)),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeClaimSpec { volume_name: volume_name.map(String::from), ..Default::default() }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn what_the_finalizer_asks_for() {
+        use InFlight::*;
+        // (rule, finalizer, deleting, spec.volumeName, PV exists, action)
+        let table = [
+            ("no finalizer: nothing, even when deleted", false, true, None, false, Nothing),
+            ("no finalizer, PV exists: nothing", false, false, None, true, Nothing),
+            ("finalizer, call unresolved: provisioning goes on", true, false, None, false, Nothing),
+            ("finalizer, PV exists: release", true, false, None, true, Release),
+            ("finalizer, claim bound: release", true, false, Some("pvc-1"), false, Release),
+            ("finalizer, empty volumeName is not bound", true, false, Some(""), false, Nothing),
+            (
+                "finalizer, deleted, PV exists: release (the PV's reclaim policy applies)",
+                true,
+                true,
+                None,
+                true,
+                Release,
+            ),
+            ("finalizer, deleted before the PV was written: recover", true, true, None, false, Recover),
+        ];
+        let provisioner = Provisioner::new(DRIVER);
+        for (rule, finalizer, deleting, volume_name, exists, want) in table {
+            assert_eq!(in_flight(&claim(finalizer, deleting, volume_name), &provisioner, exists), want, "{rule}");
+        }
+        let other = Provisioner::new("other.csi.k8s.io");
+        assert_eq!(in_flight(&claim(true, true, None), &other, false), Nothing, "another driver's claim");
+    }
+
+    #[test]
+    fn the_finalizer_goes_only_when_the_driver_is_done() {
+        use ProvisioningState::*;
+        let table = [(Finished, true), (Reschedule, true), (InBackground, false), (NoChange, false)];
+        for (state, want) in table {
+            assert_eq!(driver_is_done(state), want, "{state:?}");
+        }
+    }
+}

@@ -1,0 +1,762 @@
+//! csi-provisioner against the real control plane and the hostpath plugin, as real processes.
+//!
+//! Every test runs its own plugin under a driver name of its own (`<namespace>.csi.e2e`): all provisioners watch
+//! the whole cluster, and a unique driver name keeps each test's claims, classes and volumes to its own pair of
+//! processes. StorageClasses are cluster-scoped, so they are named after the namespace and removed at the end.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use csi_sidecars_e2e::{Cluster, Process, Scenario, TestNamespace, binary, eventually, wait_for};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{
+    Event, Node, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, Secret, TypedLocalObjectReference,
+    VolumeResourceRequirements,
+};
+use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, CSINodeSpec, StorageClass, VolumeAttributesClass};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+const PROVISIONING_FINALIZER: &str = "provisioner.storage.kubernetes.io/provisioning-protection";
+const PV_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
+/// The hostpath plugin's topology key, and the node id the harness gives every plugin.
+const TOPOLOGY_KEY: &str = "topology.hostpath.csi/node";
+const PLUGIN_NODE: &str = "e2e-node";
+
+/// One test's world: namespace, plugin, and API handles.
+struct World {
+    client: kube::Client,
+    ns: TestNamespace,
+    scenario: Scenario,
+    driver: String,
+    socket: PathBuf,
+    _plugin: Process,
+    classes: Vec<String>,
+    nodes: Vec<String>,
+}
+
+impl World {
+    async fn new(prefix: &str, plugin_args: &[&str]) -> World {
+        let client = Cluster::shared().client().await;
+        let ns = TestNamespace::create(&client, prefix).await;
+        let driver = format!("{}.csi.e2e", ns.name());
+        let mut scenario = Scenario::new(&format!("provisioner-{prefix}"));
+        let driver_flag = format!("--driver-name={driver}");
+        let mut args = vec![driver_flag.as_str(), "-v=2"];
+        args.extend_from_slice(plugin_args);
+        let (plugin, socket) = scenario.hostpath_plugin("hostpath-plugin", &args);
+        World { client, ns, scenario, driver, socket, _plugin: plugin, classes: Vec::new(), nodes: Vec::new() }
+    }
+
+    fn ns(&self) -> &str {
+        self.ns.name()
+    }
+
+    fn provisioner_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args = vec![
+            format!("--csi-address={}", self.socket.display()),
+            format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
+            "--immediate-topology=false".to_string(),
+            "--retry-interval-start=500ms".to_string(),
+            "--retry-interval-max=5s".to_string(),
+            "-v=5".to_string(),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    }
+
+    fn start_provisioner(&mut self, name: &str, extra: &[&str]) -> Process {
+        let args = self.provisioner_args(extra);
+        self.scenario.start(name, &binary("csi-provisioner"), &args)
+    }
+
+    fn claims(&self) -> Api<PersistentVolumeClaim> {
+        Api::namespaced(self.client.clone(), self.ns())
+    }
+
+    fn volumes(&self) -> Api<PersistentVolume> {
+        Api::all(self.client.clone())
+    }
+
+    /// Creates an Immediate StorageClass of this test's driver; returns its name.
+    async fn class(&mut self, suffix: &str, parameters: &[(&str, &str)], reclaim_policy: &str) -> String {
+        self.class_with_binding(suffix, parameters, reclaim_policy, "Immediate").await
+    }
+
+    async fn class_with_binding(
+        &mut self,
+        suffix: &str,
+        parameters: &[(&str, &str)],
+        reclaim_policy: &str,
+        binding: &str,
+    ) -> String {
+        let name = format!("{}-{suffix}", self.ns());
+        let class = StorageClass {
+            metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
+            provisioner: self.driver.clone(),
+            parameters: Some(parameters.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            reclaim_policy: Some(reclaim_policy.to_string()),
+            volume_binding_mode: Some(binding.to_string()),
+            ..Default::default()
+        };
+        Api::<StorageClass>::all(self.client.clone()).create(&PostParams::default(), &class).await.unwrap();
+        self.classes.push(name.clone());
+        name
+    }
+
+    /// A Node carrying the plugin's topology label and its CSINode listing the driver and key, as a kubelet with
+    /// the plugin registered would publish them. Returns the node name.
+    async fn node(&mut self, suffix: &str) -> String {
+        let name = format!("{}-{suffix}", self.ns());
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(BTreeMap::from([(TOPOLOGY_KEY.to_string(), PLUGIN_NODE.to_string())])),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<Node>::all(self.client.clone()).create(&PostParams::default(), &node).await.unwrap();
+        let csi_node = CSINode {
+            metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
+            spec: CSINodeSpec {
+                drivers: vec![CSINodeDriver {
+                    name: self.driver.clone(),
+                    node_id: PLUGIN_NODE.to_string(),
+                    topology_keys: Some(vec![TOPOLOGY_KEY.to_string()]),
+                    allocatable: None,
+                }],
+            },
+        };
+        Api::<CSINode>::all(self.client.clone()).create(&PostParams::default(), &csi_node).await.unwrap();
+        self.nodes.push(name.clone());
+        name
+    }
+
+    async fn claim_object(&self, claim: PersistentVolumeClaim) {
+        self.claims().create(&PostParams::default(), &claim).await.unwrap();
+    }
+
+    async fn claim(&self, name: &str, class: &str, mode: Option<&str>, access: &str) {
+        self.claim_object(claim(name, class, mode, access)).await;
+    }
+
+    async fn secret(&self, name: &str, key: &str, value: &str) {
+        let secret = Secret {
+            metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+            data: Some(BTreeMap::from([(key.to_string(), ByteString(value.as_bytes().to_vec()))])),
+            ..Default::default()
+        };
+        Api::<Secret>::namespaced(self.client.clone(), self.ns())
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+
+    /// Waits for the claim to be Bound; returns its volume name.
+    async fn bound(&self, name: &str) -> String {
+        let claims = self.claims();
+        wait_for(&format!("claim {name} bound"), TIMEOUT, || async {
+            let claim = claims.get(name).await.ok()?;
+            let bound = claim.status.as_ref()?.phase.as_deref()? == "Bound";
+            bound.then(|| claim.spec.and_then(|s| s.volume_name).unwrap_or_default())
+        })
+        .await
+    }
+
+    async fn events_of(&self, object: &str) -> Vec<Event> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), self.ns());
+        let params = ListParams::default().fields(&format!("involvedObject.name={object}"));
+        api.list(&params).await.map(|l| l.items).unwrap_or_default()
+    }
+
+    /// Waits for an event with `reason` whose message contains `text`.
+    async fn event(&self, object: &str, reason: &str, text: &str) -> Event {
+        wait_for(&format!("{reason} event on {object} mentioning {text:?}"), TIMEOUT, || async {
+            self.events_of(object)
+                .await
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some(reason) && e.message.as_deref().is_some_and(|m| m.contains(text)))
+        })
+        .await
+    }
+
+    /// The plugin's volume ids, from ListVolumes through csictl.
+    fn plugin_volumes(&self) -> Vec<String> {
+        plugin_volumes(&self.socket)
+    }
+
+    async fn no_plugin_volumes_left(&self) {
+        eventually("the plugin holds no volume", TIMEOUT, || async { self.plugin_volumes().is_empty() }).await;
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        // Cluster-scoped leftovers: our classes, and PVs of our claims (Retain or a failed test).
+        let classes = std::mem::take(&mut self.classes);
+        let nodes = std::mem::take(&mut self.nodes);
+        let namespace = self.ns().to_string();
+        let kubeconfig = Cluster::shared().kubeconfig().to_path_buf();
+        let cleaning = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            runtime.block_on(async move {
+                let Ok(config) = kube::Config::from_custom_kubeconfig(
+                    kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig"),
+                    &Default::default(),
+                )
+                .await
+                else {
+                    return;
+                };
+                let Ok(client) = kube::Client::try_from(config) else { return };
+                let class_api: Api<StorageClass> = Api::all(client.clone());
+                for class in classes {
+                    let _ = class_api.delete(&class, &DeleteParams::default()).await;
+                }
+                for node in nodes {
+                    let _ = Api::<CSINode>::all(client.clone()).delete(&node, &DeleteParams::default()).await;
+                    let _ = Api::<Node>::all(client.clone()).delete(&node, &DeleteParams::default()).await;
+                }
+                let pvs: Api<PersistentVolume> = Api::all(client);
+                if let Ok(list) = pvs.list(&ListParams::default()).await {
+                    for pv in list.items {
+                        let ours =
+                            pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).and_then(|r| r.namespace.as_deref())
+                                == Some(namespace.as_str());
+                        if ours {
+                            let name = pv.metadata.name.unwrap_or_default();
+                            let patch = serde_json::json!({"metadata": {"finalizers": null}});
+                            let _ = pvs.patch(&name, &Default::default(), &kube::api::Patch::Merge(patch)).await;
+                            let _ = pvs.delete(&name, &DeleteParams::default()).await;
+                        }
+                    }
+                }
+            });
+        });
+        let _ = cleaning.join();
+    }
+}
+
+fn claim(name: &str, class: &str, mode: Option<&str>, access: &str) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec![access.into()]),
+            storage_class_name: Some(class.into()),
+            volume_mode: mode.map(String::from),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_string(), Quantity("1Mi".into()))])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn plugin_volumes(socket: &Path) -> Vec<String> {
+    plugin_volume_rows(socket).iter().map(|row| row["volume_id"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+/// The plugin's volumes' contexts (creation and current mutable parameters).
+fn plugin_volume_contexts(socket: &Path) -> Vec<serde_json::Value> {
+    plugin_volume_rows(socket).iter().map(|row| row["volume_context"].clone()).collect()
+}
+
+fn plugin_volume_rows(socket: &Path) -> Vec<serde_json::Value> {
+    let output = std::process::Command::new(binary("csictl"))
+        .arg(format!("--endpoint=unix://{}", socket.display()))
+        .args(["list-volumes", "-o", "json"])
+        .output()
+        .expect("run csictl");
+    assert!(output.status.success(), "csictl list-volumes: {}", String::from_utf8_lossy(&output.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("csictl json");
+    rows.as_array().expect("a list").clone()
+}
+
+fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
+    meta.finalizers.iter().flatten().any(|f| f == finalizer)
+}
+
+#[tokio::test]
+async fn provisioner_creates_and_deletes_a_filesystem_volume_with_secrets() {
+    let mut world = World::new("prov-fs", &[]).await;
+    let secret_value = format!("s3cr3t-{}", world.ns());
+    let class = world
+        .class(
+            "fs",
+            &[
+                ("csi.storage.k8s.io/provisioner-secret-name", "${pvc.name}-creds"),
+                ("csi.storage.k8s.io/provisioner-secret-namespace", "${pvc.namespace}"),
+                ("csi.storage.k8s.io/fstype", "ext4"),
+                ("color", "blue"),
+            ],
+            "Delete",
+        )
+        .await;
+    world.secret("data-creds", "password", &secret_value).await;
+    let mut provisioner = world.start_provisioner("csi-provisioner", &["-v=10"]);
+
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    let volume_name = world.bound("data").await;
+
+    let claim = world.claims().get("data").await.unwrap();
+    assert_eq!(volume_name, format!("pvc-{}", claim.metadata.uid.as_deref().unwrap()));
+    eventually("the provisioning finalizer is released", TIMEOUT, || async {
+        !has_finalizer(&world.claims().get("data").await.unwrap().metadata, PROVISIONING_FINALIZER)
+    })
+    .await;
+    let pv = world.volumes().get(&volume_name).await.unwrap();
+    assert!(has_finalizer(&pv.metadata, PV_FINALIZER));
+    let annotations = pv.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(annotations.get("pv.kubernetes.io/provisioned-by"), Some(&world.driver));
+    assert_eq!(
+        annotations.get("volume.kubernetes.io/provisioner-deletion-secret-name").map(String::as_str),
+        Some("data-creds")
+    );
+    assert_eq!(
+        annotations.get("volume.kubernetes.io/provisioner-deletion-secret-namespace").map(String::as_str),
+        Some(world.ns())
+    );
+    let spec = pv.spec.clone().unwrap();
+    let csi = spec.csi.clone().unwrap();
+    assert_eq!(csi.driver, world.driver);
+    assert_eq!(csi.fs_type.as_deref(), Some("ext4"));
+    assert_eq!(spec.persistent_volume_reclaim_policy.as_deref(), Some("Delete"));
+    assert_eq!(spec.storage_class_name.as_deref(), Some(class.as_str()));
+    assert!(csi.volume_attributes.unwrap_or_default().contains_key("storage.kubernetes.io/csiProvisionerIdentity"));
+    assert_eq!(world.plugin_volumes(), vec![csi.volume_handle.clone()]);
+    world
+        .event(
+            "data",
+            "Provisioning",
+            &format!("External provisioner is provisioning volume for claim \"{}/data\"", world.ns()),
+        )
+        .await;
+    world.event("data", "ProvisioningSucceeded", &format!("Successfully provisioned volume {volume_name}")).await;
+
+    world.claims().delete("data", &DeleteParams::default()).await.unwrap();
+    eventually("the PV is deleted", TIMEOUT, || async {
+        world.volumes().get_opt(&volume_name).await.unwrap().is_none()
+    })
+    .await;
+    world.no_plugin_volumes_left().await;
+
+    let log = provisioner.log();
+    assert!(log.contains("CreateVolume"), "the log at -v=10 shows the CSI calls");
+    assert!(!log.contains(&secret_value), "the secret value appears in the provisioner log");
+    assert_eq!(provisioner.exited(), None, "the provisioner is still running");
+}
+
+#[tokio::test]
+async fn provisioner_creates_a_block_volume_for_a_read_write_once_pod_claim() {
+    let mut world = World::new("prov-block", &[]).await;
+    let class = world.class("block", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &["--extra-create-metadata"]);
+
+    world.claim("raw", &class, Some("Block"), "ReadWriteOncePod").await;
+    let volume_name = world.bound("raw").await;
+    let pv = world.volumes().get(&volume_name).await.unwrap();
+    let spec = pv.spec.unwrap();
+    assert_eq!(spec.volume_mode.as_deref(), Some("Block"));
+    assert_eq!(spec.access_modes, Some(vec!["ReadWriteOncePod".to_string()]));
+    let csi = spec.csi.unwrap();
+    assert_eq!(csi.fs_type, None, "no fsType on a block volume");
+    // --extra-create-metadata: the driver was told the claim and PV names (and echoed them as volume context).
+    let attributes = csi.volume_attributes.unwrap_or_default();
+    assert_eq!(attributes.get("csi.storage.k8s.io/pvc/name").map(String::as_str), Some("raw"));
+    assert_eq!(attributes.get("csi.storage.k8s.io/pvc/namespace").map(String::as_str), Some(world.ns()));
+    assert_eq!(attributes.get("csi.storage.k8s.io/pv/name"), Some(&volume_name));
+    // The plugin's node topology became the PV's node affinity.
+    let affinity = serde_json::to_string(&spec.node_affinity).unwrap();
+    assert!(affinity.contains("topology.hostpath.csi/node"), "{affinity}");
+
+    world.claims().delete("raw", &DeleteParams::default()).await.unwrap();
+    world.no_plugin_volumes_left().await;
+}
+
+#[tokio::test]
+async fn provisioner_keeps_retained_volumes() {
+    let mut world = World::new("prov-retain", &[]).await;
+    let class = world.class("retain", &[], "Retain").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    world.claim("keep", &class, None, "ReadWriteOnce").await;
+    let volume_name = world.bound("keep").await;
+    world.claims().delete("keep", &DeleteParams::default()).await.unwrap();
+    eventually("the PV is Released", TIMEOUT, || async {
+        let pv = world.volumes().get(&volume_name).await.unwrap();
+        pv.status.and_then(|s| s.phase).as_deref() == Some("Released")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pv = world.volumes().get(&volume_name).await.unwrap();
+    assert!(pv.metadata.deletion_timestamp.is_none(), "a retained PV is not deleted");
+    assert!(!has_finalizer(&pv.metadata, PV_FINALIZER), "no deletion finalizer on a retained PV");
+    assert_eq!(world.plugin_volumes().len(), 1, "the retained volume stays in the plugin");
+}
+
+#[tokio::test]
+async fn provisioner_reports_bad_classes_and_missing_secrets_without_stalling_others() {
+    let mut world = World::new("prov-errors", &[]).await;
+    let unknown_key = world.class("unknown", &[("csi.storage.k8s.io/no-such-key", "x")], "Delete").await;
+    let no_secret = world
+        .class(
+            "nosecret",
+            &[
+                ("csi.storage.k8s.io/provisioner-secret-name", "missing"),
+                ("csi.storage.k8s.io/provisioner-secret-namespace", "${pvc.namespace}"),
+            ],
+            "Delete",
+        )
+        .await;
+    let good = world.class("good", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    world.claim("bad-key", &unknown_key, None, "ReadWriteOnce").await;
+    world.claim("no-secret", &no_secret, None, "ReadWriteOnce").await;
+    world.claim("fine", &good, None, "ReadWriteOnce").await;
+
+    world.bound("fine").await;
+    world
+        .event("bad-key", "ProvisioningFailed", "found unknown parameter key \"csi.storage.k8s.io/no-such-key\"")
+        .await;
+    world.event("no-secret", "ProvisioningFailed", "error getting secret missing in namespace").await;
+    for name in ["bad-key", "no-secret"] {
+        let claim = world.claims().get(name).await.unwrap();
+        assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Pending"), "{name}");
+        assert!(!has_finalizer(&claim.metadata, PROVISIONING_FINALIZER), "{name}: no call was made");
+    }
+    assert_eq!(world.plugin_volumes().len(), 1, "only the good claim got a volume");
+
+    // Retried with backoff: providing the secret lets the claim through.
+    world.secret("missing", "password", "x").await;
+    world.bound("no-secret").await;
+}
+
+#[tokio::test]
+async fn provisioner_crash_between_create_volume_and_pv_leaks_nothing() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    let fault_path = faults.path().to_path_buf();
+    // Every CreateVolume creates the volume, then answers as if the response were lost.
+    std::fs::write(&fault_path, r#"{"CreateVolume": {"code": "DeadlineExceeded", "after_work": true}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", fault_path.display());
+    let mut world = World::new("prov-crash", &[fault_flag.as_str()]).await;
+    let class = world.class("crash", &[], "Delete").await;
+    let mut provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    world.claim("doomed", &class, None, "ReadWriteOnce").await;
+    eventually("the driver created the volume", TIMEOUT, || async { world.plugin_volumes().len() == 1 }).await;
+    let claim = world.claims().get("doomed").await.unwrap();
+    assert!(has_finalizer(&claim.metadata, PROVISIONING_FINALIZER), "in-flight provisioning is recorded on the claim");
+    assert!(claim.spec.unwrap().volume_name.is_none());
+
+    // Crash before the PV is written, then the user gives up on the claim.
+    provisioner.kill9();
+    world.claims().delete("doomed", &DeleteParams::default()).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kept = world.claims().get_opt("doomed").await.unwrap();
+    assert!(kept.is_some(), "the finalizer keeps the claim");
+
+    std::fs::write(&fault_path, "{}").unwrap();
+    let _restarted = world.start_provisioner("csi-provisioner-restarted", &[]);
+    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("doomed").await.unwrap().is_none() })
+        .await;
+    world.no_plugin_volumes_left().await;
+    let pvs = world.volumes().list(&ListParams::default()).await.unwrap();
+    let leftover = pvs
+        .items
+        .iter()
+        .any(|pv| pv.spec.as_ref().and_then(|s| s.csi.as_ref()).is_some_and(|csi| csi.driver == world.driver));
+    assert!(!leftover, "no PV was written for the deleted claim");
+}
+
+#[tokio::test]
+async fn provisioner_replicas_elect_one_leader() {
+    let mut world = World::new("prov-ha", &[]).await;
+    let class = world.class("ha", &[], "Delete").await;
+    let ns = world.ns().to_string();
+    let election = [
+        "--leader-election".to_string(),
+        format!("--leader-election-namespace={ns}"),
+        "--leader-election-lease-duration=6s".to_string(),
+        "--leader-election-renew-deadline=4s".to_string(),
+        "--leader-election-retry-period=1s".to_string(),
+    ];
+    let election: Vec<&str> = election.iter().map(String::as_str).collect();
+    let args = world.provisioner_args(&election);
+    let mut first =
+        world.scenario.start_with_env("replica-a", &binary("csi-provisioner"), &args, &[("POD_NAME", "replica-a")]);
+    let leases: Api<Lease> = Api::namespaced(world.client.clone(), &ns);
+    // The Lease is named after the driver, as upstream names it.
+    let lease_name = world.driver.replace('.', "-");
+    let holder = || async {
+        leases.get_opt(&lease_name).await.ok().flatten().and_then(|l| l.spec?.holder_identity).unwrap_or_default()
+    };
+    eventually("replica-a leads", TIMEOUT, || async { holder().await == "replica-a" }).await;
+    let _second =
+        world.scenario.start_with_env("replica-b", &binary("csi-provisioner"), &args, &[("POD_NAME", "replica-b")]);
+
+    world.claim("one", &class, None, "ReadWriteOnce").await;
+    world.bound("one").await;
+    assert_eq!(holder().await, "replica-a");
+
+    first.kill9();
+    eventually("replica-b takes over", TIMEOUT, || async { holder().await == "replica-b" }).await;
+    world.claim("two", &class, None, "ReadWriteOnce").await;
+    world.bound("two").await;
+    assert_eq!(world.plugin_volumes().len(), 2, "each claim got exactly one volume");
+}
+
+#[tokio::test]
+async fn provisioner_waits_for_the_selected_node_and_uses_its_topology() {
+    let mut world = World::new("prov-wffc", &[]).await;
+    let node = world.node("node").await;
+    let class = world.class_with_binding("late", &[], "Delete", "WaitForFirstConsumer").await;
+    // Topology for late binding does not depend on --immediate-topology: the default flags apply.
+    let args = world.provisioner_args(&["--immediate-topology=true", "--strict-topology"]);
+    let _provisioner = world.scenario.start("csi-provisioner", &binary("csi-provisioner"), &args);
+
+    let mut pending = claim("late", &class, None, "ReadWriteOnce");
+    world.claim_object(pending.clone()).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let waiting = world.claims().get("late").await.unwrap();
+    assert_eq!(waiting.status.and_then(|s| s.phase).as_deref(), Some("Pending"));
+    assert!(world.plugin_volumes().is_empty(), "nothing is provisioned before a node is selected");
+
+    // What the scheduler does once a pod using the claim is placed.
+    pending.metadata.name = Some("scheduled".into());
+    pending.metadata.annotations = Some(BTreeMap::from([("volume.kubernetes.io/selected-node".to_string(), node)]));
+    world.claim_object(pending).await;
+    let volume_name = world.bound("scheduled").await;
+    let pv = world.volumes().get(&volume_name).await.unwrap();
+    let affinity = serde_json::to_value(pv.spec.unwrap().node_affinity).unwrap();
+    let term = &affinity["required"]["nodeSelectorTerms"][0]["matchExpressions"][0];
+    assert_eq!(term["key"], TOPOLOGY_KEY);
+    assert_eq!(term["values"][0], PLUGIN_NODE);
+}
+
+#[tokio::test]
+async fn provisioner_passes_volume_attributes_class_parameters() {
+    let mut world = World::new("prov-vac", &[]).await;
+    let class = world.class("vac", &[], "Delete").await;
+    let vacs: Api<VolumeAttributesClass> = Api::all(world.client.clone());
+    let gold = format!("{}-gold", world.ns());
+    let foreign = format!("{}-foreign", world.ns());
+    for (name, driver) in [(&gold, world.driver.clone()), (&foreign, "other.csi.e2e".to_string())] {
+        let vac = VolumeAttributesClass {
+            metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
+            driver_name: driver,
+            parameters: Some(BTreeMap::from([("iops".to_string(), "300".to_string())])),
+        };
+        vacs.create(&PostParams::default(), &vac).await.unwrap();
+    }
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    let mut fast = claim("fast", &class, None, "ReadWriteOnce");
+    fast.spec.as_mut().unwrap().volume_attributes_class_name = Some(gold.clone());
+    world.claim_object(fast).await;
+    let mut wrong = claim("wrong", &class, None, "ReadWriteOnce");
+    wrong.spec.as_mut().unwrap().volume_attributes_class_name = Some(foreign.clone());
+    world.claim_object(wrong).await;
+
+    let volume_name = world.bound("fast").await;
+    let pv = world.volumes().get(&volume_name).await.unwrap();
+    assert_eq!(pv.spec.unwrap().volume_attributes_class_name.as_deref(), Some(gold.as_str()));
+    let listed = plugin_volume_contexts(&world.socket);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["hostpath.csi.k8s.io/iops"], "300", "mutable parameters reached the driver: {listed:?}");
+    world.event("wrong", "ProvisioningFailed", "does not match driver name").await;
+
+    for name in [gold, foreign] {
+        let _ = vacs.delete(&name, &DeleteParams::default()).await;
+    }
+}
+
+#[tokio::test]
+async fn provisioner_clones_a_claim_and_protects_the_source_meanwhile() {
+    let mut world = World::new("prov-clone", &[]).await;
+    let class = world.class("clone", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    world.claim("source", &class, None, "ReadWriteOnce").await;
+    let source_volume = world.bound("source").await;
+    let source_handle = world.volumes().get(&source_volume).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
+
+    let mut copy = claim("copy", &class, None, "ReadWriteOnce");
+    copy.spec.as_mut().unwrap().data_source = Some(TypedLocalObjectReference {
+        api_group: None,
+        kind: "PersistentVolumeClaim".into(),
+        name: "source".into(),
+    });
+    world.claim_object(copy).await;
+    let copy_volume = world.bound("copy").await;
+    let copy_handle = world.volumes().get(&copy_volume).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
+    let rows = plugin_volume_rows(&world.socket);
+    let row = rows.iter().find(|r| r["volume_id"] == copy_handle.as_str()).expect("the clone in the plugin");
+    assert_eq!(row["content_source"]["volume_id"], source_handle.as_str(), "cloned from the source volume");
+    let source = world.claims().get("source").await.unwrap();
+    assert!(has_finalizer(&source.metadata, "provisioner.storage.kubernetes.io/cloning-protection"));
+
+    // No pending clone needs the source any more: deleting it goes through.
+    world.claims().delete("source", &DeleteParams::default()).await.unwrap();
+    eventually("the source claim is gone", TIMEOUT, || async {
+        world.claims().get_opt("source").await.unwrap().is_none()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn provisioner_retries_failed_deletions_and_reports_them() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    let fault_path = faults.path().to_path_buf();
+    std::fs::write(&fault_path, r#"{"DeleteVolume": {"code": "Internal", "message": "backend busy"}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", fault_path.display());
+    let mut world = World::new("prov-delfail", &[fault_flag.as_str()]).await;
+    let class = world.class("delfail", &[], "Delete").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
+    let _provisioner = world.start_provisioner("csi-provisioner", &[endpoint.as_str()]);
+
+    world.claim("stubborn", &class, None, "ReadWriteOnce").await;
+    let volume_name = world.bound("stubborn").await;
+    world.claims().delete("stubborn", &DeleteParams::default()).await.unwrap();
+
+    // Events about PVs go to the default namespace, as client-go records them.
+    let events: Api<Event> = Api::namespaced(world.client.clone(), "default");
+    let params = ListParams::default().fields(&format!("involvedObject.name={volume_name}"));
+    eventually("a VolumeFailedDelete event on the PV", TIMEOUT, || async {
+        events.list(&params).await.unwrap().items.iter().any(|e| {
+            e.reason.as_deref() == Some("VolumeFailedDelete")
+                && e.message.as_deref().is_some_and(|m| m.contains("backend busy"))
+        })
+    })
+    .await;
+    assert!(world.volumes().get_opt(&volume_name).await.unwrap().is_some(), "the PV stays until the volume is gone");
+
+    std::fs::write(&fault_path, "{}").unwrap();
+    eventually("the PV is deleted once the driver agrees", TIMEOUT, || async {
+        world.volumes().get_opt(&volume_name).await.unwrap().is_none()
+    })
+    .await;
+    world.no_plugin_volumes_left().await;
+
+    let metrics = http_get(port, "/metrics").await;
+    for name in [
+        "controller_persistentvolumeclaim_provision_total{class=",
+        "controller_persistentvolume_delete_failed_total{class=",
+        "controller_persistentvolume_delete_total{class=",
+        "csi_sidecar_operations_seconds_bucket{",
+    ] {
+        assert!(metrics.contains(name), "missing {name} in /metrics:\n{metrics}");
+    }
+}
+
+/// A plain HTTP/1.1 GET on loopback; returns the body.
+async fn http_get(port: u16, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect to the HTTP endpoint");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
+
+#[tokio::test]
+async fn provisioner_gives_an_exhausted_node_back_to_the_scheduler() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(faults.path(), r#"{"CreateVolume": {"code": "ResourceExhausted", "message": "node is full"}}"#)
+        .unwrap();
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = World::new("prov-full", &[fault_flag.as_str()]).await;
+    let node = world.node("node").await;
+    let class = world.class_with_binding("full", &[], "Delete", "WaitForFirstConsumer").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    let mut scheduled = claim("scheduled", &class, None, "ReadWriteOnce");
+    scheduled.metadata.annotations = Some(BTreeMap::from([("volume.kubernetes.io/selected-node".to_string(), node)]));
+    world.claim_object(scheduled).await;
+    world.event("scheduled", "ProvisioningFailed", "node is full").await;
+    eventually("the selected node is removed", TIMEOUT, || async {
+        let claim = world.claims().get("scheduled").await.unwrap();
+        let annotations = claim.metadata.annotations.clone().unwrap_or_default();
+        !annotations.contains_key("volume.kubernetes.io/selected-node")
+            && !has_finalizer(&claim.metadata, PROVISIONING_FINALIZER)
+    })
+    .await;
+    assert!(world.plugin_volumes().is_empty());
+}
+
+#[tokio::test]
+async fn provisioner_deletes_the_volume_of_a_pv_deleted_before_its_claim() {
+    let mut world = World::new("prov-pvfirst", &[]).await;
+    let class = world.class("pvfirst", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    let volume_name = world.bound("data").await;
+    eventually("the PV carries the deletion finalizer", TIMEOUT, || async {
+        has_finalizer(&world.volumes().get(&volume_name).await.unwrap().metadata, PV_FINALIZER)
+    })
+    .await;
+    world.volumes().delete(&volume_name, &DeleteParams::default()).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(world.plugin_volumes().len(), 1, "a bound volume is not deleted");
+
+    world.claims().delete("data", &DeleteParams::default()).await.unwrap();
+    eventually("the PV is gone", TIMEOUT, || async { world.volumes().get_opt(&volume_name).await.unwrap().is_none() })
+        .await;
+    world.no_plugin_volumes_left().await;
+}
+
+#[tokio::test]
+async fn provisioner_sends_the_cluster_topology_for_immediate_binding() {
+    let mut world = World::new("prov-topo", &[]).await;
+    let class = world.class("topo", &[], "Delete").await;
+    // Later flags win: the upstream default, aggregated topology for Immediate classes.
+    let _provisioner = world.start_provisioner("csi-provisioner", &["--immediate-topology=true"]);
+
+    world.claim("early", &class, None, "ReadWriteOnce").await;
+    // No CSINode lists the driver yet: nothing to aggregate, the claim waits and is retried.
+    world.event("early", "ProvisioningFailed", "no available topology found").await;
+    assert!(world.plugin_volumes().is_empty());
+
+    world.node("node").await;
+    let volume_name = world.bound("early").await;
+    let pv = world.volumes().get(&volume_name).await.unwrap();
+    let affinity = serde_json::to_value(pv.spec.unwrap().node_affinity).unwrap();
+    assert_eq!(affinity["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"][0], PLUGIN_NODE);
+}
+
+#[tokio::test]
+async fn provisioner_killed_inside_create_volume_leaks_nothing() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    let fault_path = faults.path().to_path_buf();
+    // The volume is created at once, but the answer comes only 5 s later: the kill lands inside the call.
+    std::fs::write(&fault_path, r#"{"CreateVolume": {"after_work": true, "latency_ms": 5000}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", fault_path.display());
+    let mut world = World::new("prov-kill", &[fault_flag.as_str()]).await;
+    let class = world.class("kill", &[], "Delete").await;
+    let mut provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    world.claim("doomed", &class, None, "ReadWriteOnce").await;
+    eventually("the driver created the volume", TIMEOUT, || async { world.plugin_volumes().len() == 1 }).await;
+    provisioner.kill9();
+    assert!(
+        !provisioner.log().contains("CSI call succeeded method=\"/csi.v1.Controller/CreateVolume\""),
+        "the kill was meant to land before CreateVolume answered"
+    );
+    world.claims().delete("doomed", &DeleteParams::default()).await.unwrap();
+
+    std::fs::write(&fault_path, "{}").unwrap();
+    let _restarted = world.start_provisioner("csi-provisioner-restarted", &[]);
+    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("doomed").await.unwrap().is_none() })
+        .await;
+    world.no_plugin_volumes_left().await;
+}

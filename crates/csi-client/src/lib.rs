@@ -5,10 +5,12 @@
 //! - [`client`]: typed calls, each under the caller's timeout, logged without secrets and measured.
 //! - [`error`]: the one taxonomy the sidecars decide retries on.
 //! - [`metrics`]: `csi_sidecar_operations_seconds`, as csi-lib-utils exposes it.
+//! - [`access_modes`]: Kubernetes access modes → the CSI access mode, as upstream maps them.
 //! - [`capabilities`]: plugin, controller and group-controller capabilities as typed sets.
 //! - [`quantity`]: byte sizes as people and Kubernetes write them (`1Gi`, `1.5G`, `4096`).
 //! - [`redact`]: how secrets are kept out of `Debug` output and logs.
 
+pub mod access_modes;
 pub mod capabilities;
 pub mod client;
 pub mod connection;

@@ -10,7 +10,6 @@
 //! - [`patch`]: the writes (strategic merge patches of a claim's status and of a PV).
 //! - [`names`]: every upstream string.
 
-pub mod access_modes;
 pub mod call_failure;
 pub mod capabilities;
 pub mod claim;

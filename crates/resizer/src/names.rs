@@ -100,9 +100,8 @@ pub const PARAM_PV_NAME: &str = "csi.storage.k8s.io/pv/name";
 pub const RESOURCE_STORAGE: &str = "storage";
 pub const CLAIM_BOUND: &str = "Bound";
 pub const VOLUME_MODE_BLOCK: &str = "Block";
-pub const ACCESS_READ_WRITE_ONCE: &str = "ReadWriteOnce";
-pub const ACCESS_READ_ONLY_MANY: &str = "ReadOnlyMany";
-pub const ACCESS_READ_WRITE_MANY: &str = "ReadWriteMany";
-pub const ACCESS_READ_WRITE_ONCE_POD: &str = "ReadWriteOncePod";
+pub use csi_client::access_modes::{
+    ACCESS_READ_ONLY_MANY, ACCESS_READ_WRITE_MANY, ACCESS_READ_WRITE_ONCE, ACCESS_READ_WRITE_ONCE_POD,
+};
 pub const POD_SUCCEEDED: &str = "Succeeded";
 pub const POD_FAILED: &str = "Failed";

@@ -114,10 +114,9 @@ pub const KIND_PERSISTENT_VOLUME_CLAIM: &str = "PersistentVolumeClaim";
 
 pub const VOLUME_MODE_BLOCK: &str = "Block";
 pub const BINDING_WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
-pub const ACCESS_READ_WRITE_ONCE: &str = "ReadWriteOnce";
-pub const ACCESS_READ_ONLY_MANY: &str = "ReadOnlyMany";
-pub const ACCESS_READ_WRITE_MANY: &str = "ReadWriteMany";
-pub const ACCESS_READ_WRITE_ONCE_POD: &str = "ReadWriteOncePod";
+pub use csi_client::access_modes::{
+    ACCESS_READ_ONLY_MANY, ACCESS_READ_WRITE_MANY, ACCESS_READ_WRITE_ONCE, ACCESS_READ_WRITE_ONCE_POD,
+};
 /// The resource name of a claim's size request and a volume's capacity.
 pub const RESOURCE_STORAGE: &str = "storage";
 

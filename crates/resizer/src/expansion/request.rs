@@ -6,11 +6,11 @@ use csi_client::proto::volume_capability::{AccessMode, AccessType, BlockVolume, 
 use csi_client::proto::{CapacityRange, ControllerExpandVolumeRequest, VolumeCapability};
 use k8s_openapi::api::core::v1::PersistentVolume;
 
-use crate::access_modes::{AccessModeError, csi_access_mode};
 use crate::claim::volume_name;
 use crate::names::VOLUME_MODE_BLOCK;
 use crate::quantity::Size;
 use crate::secret_ref::SecretRef;
+use csi_client::access_modes::{AccessModeError, csi_access_mode};
 
 /// A request that cannot be built; the driver is not called (upstream's non-gRPC errors).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

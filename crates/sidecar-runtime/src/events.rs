@@ -39,6 +39,26 @@ impl EventType {
     }
 }
 
+/// An event that pure decision code asks for: the controller records it on
+/// the object it is about. Sidecars' `translate` modules return these so that
+/// the event reasons and texts are table-tested without an API server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedEvent {
+    pub event_type: EventType,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl PlannedEvent {
+    pub fn normal(reason: &'static str, message: impl Into<String>) -> PlannedEvent {
+        PlannedEvent { event_type: EventType::Normal, reason, message: message.into() }
+    }
+
+    pub fn warning(reason: &'static str, message: impl Into<String>) -> PlannedEvent {
+        PlannedEvent { event_type: EventType::Warning, reason, message: message.into() }
+    }
+}
+
 /// Publishes Events from one component. Clones share the correlation cache.
 #[derive(Clone)]
 pub struct EventRecorder {

@@ -20,29 +20,8 @@ pub enum ProvisioningState {
     Reschedule,
 }
 
-/// `Normal` or `Warning`, the two Kubernetes event types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl EventType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
-
 /// An event to record on the claim.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClaimEvent {
-    pub event_type: EventType,
-    pub reason: &'static str,
-    pub message: String,
-}
+pub use sidecar_runtime::events::{EventType, PlannedEvent as ClaimEvent};
 
 /// How the claim is treated after a refusal.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,10 +1,7 @@
 //! csi-provisioner: creates a PersistentVolume through the CSI driver for each claim that asks for one, and deletes
 //! volumes their reclaim policy lets go. A drop-in for the upstream image: same flags, Lease, events and metrics.
 
-use std::time::Duration;
-
 use anyhow::Context;
-use csi_client::{CsiClient, Endpoint, OperationMetrics, connection};
 use provisioner::controller::{self, Controller, Options, ProvisioningMetrics};
 use provisioner::flags::{Args, removed_flag};
 use provisioner::translate::provisioner::provisioner_identity;
@@ -12,7 +9,6 @@ use sidecar_runtime::leader_election::provisioner_lease_name;
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
 
 /// Upstream waits for the driver's socket forever; this is "forever" in practice.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -28,20 +24,7 @@ async fn main() -> anyhow::Result<()> {
         tracing::warn!(flag, "flag accepted but not supported yet; it has no effect");
     }
 
-    let csi_metrics = OperationMetrics::register(sidecar.registry());
-    let endpoint: Endpoint = args.common.csi_address.parse()?;
-    let connection = connection::connect(&endpoint, CONNECT_TIMEOUT).await?;
-    {
-        let connection = connection.clone();
-        tokio::spawn(async move {
-            connection.lost().await;
-            connection::exit_on_connection_loss(&connection.endpoint);
-        });
-    }
-    let csi = CsiClient::new(&connection, args.timeout, csi_metrics);
-    csi.probe_until_ready().await?;
-    let driver = csi.driver_info().await.context("GetPluginInfo")?.name;
-    tracing::info!(%driver, "detected CSI driver");
+    let sidecar_runtime::Driver { csi, name: driver, .. } = sidecar.connect_driver(args.timeout).await?;
 
     let mut provisioner = args.provisioner(&driver, features);
     provisioner.plugin_capabilities = csi.plugin_capabilities().await.context("GetPluginCapabilities")?;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use csi_client::Connection;
 use csi_client::proto::{NodeGetCapabilitiesRequest, node_client::NodeClient, node_service_capability};
-use csi_client::{Connection, CsiClient, Endpoint, OperationMetrics, connection};
 use resizer::capabilities::{self, ControllerExpansion};
 use resizer::controller::{Controller, Options, ResizerMetrics, event_component};
 use resizer::expansion::decide::ExpansionConfig;
@@ -15,7 +15,6 @@ use sidecar_runtime::leader_election::resizer_lease_name;
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
 
 /// Upstream waits for the driver's socket forever; this is "forever" in practice.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -29,20 +28,7 @@ async fn main() -> anyhow::Result<()> {
         None => volume_attributes_class_api(&client).await,
     };
 
-    let csi_metrics = OperationMetrics::register(sidecar.registry());
-    let endpoint: Endpoint = args.common.csi_address.parse()?;
-    let connection = connection::connect(&endpoint, CONNECT_TIMEOUT).await?;
-    {
-        let connection = connection.clone();
-        tokio::spawn(async move {
-            connection.lost().await;
-            connection::exit_on_connection_loss(&connection.endpoint);
-        });
-    }
-    let csi = CsiClient::new(&connection, args.timeout, csi_metrics);
-    csi.probe_until_ready().await?;
-    let driver = csi.driver_info().await.context("GetPluginInfo")?.name;
-    tracing::info!(%driver, "detected CSI driver");
+    let sidecar_runtime::Driver { connection, csi, name: driver } = sidecar.connect_driver(args.timeout).await?;
 
     let plugin = csi.plugin_capabilities().await.context("GetPluginCapabilities")?;
     let controller = csi.controller_capabilities().await.context("ControllerGetCapabilities")?;

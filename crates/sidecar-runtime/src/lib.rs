@@ -10,8 +10,10 @@
 //! - [`events`]: core/v1 Events as client-go records them.
 //! - [`logging`]: tracing to stderr, text or JSON, verbosity from `-v`.
 //! - [`shutdown`] and [`run`]: SIGTERM handling, draining, leading while running.
+//! - [`Sidecar::connect_driver`]: the CSI driver connection every sidecar opens the same way.
 //! - [`Sidecar`]: the handful of calls a sidecar's `main.rs` makes.
 
+mod driver;
 pub mod events;
 pub mod flags;
 pub mod http;
@@ -24,6 +26,7 @@ pub mod run;
 pub mod shutdown;
 mod sidecar;
 
+pub use driver::{Driver, DriverError};
 pub use events::{EventRecorder, EventType};
 pub use flags::{CommonArgs, FeatureGates, LoggingFormat, RetryArgs};
 pub use queue::{Outcome, QueueMetrics, RetryPolicy, WorkItem, WorkQueue};

@@ -4,8 +4,8 @@
 //! let args: Args = sidecar_runtime::flags::parse();
 //! args.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
 //! let mut sidecar = Sidecar::start(&args.common).await?;      // logging, signals, Kubernetes client
-//! let csi_metrics = OperationMetrics::register(sidecar.registry());
-//! // ... connect to the driver, learn its name ...
+//! let driver = sidecar.connect_driver(args.timeout).await?;  // socket, probe, name, exit on loss
+//! let driver = driver.name;
 //! sidecar.serve_http().await?;                                  // metrics + health, on every replica
 //! let lease = leader_election::provisioner_lease_name(&driver);
 //! sidecar.run(&lease, args.timeout, |stop| controller.run(stop)).await?;

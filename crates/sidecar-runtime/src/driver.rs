@@ -1,0 +1,55 @@
+//! Connecting to the CSI driver as every upstream sidecar does at start: wait
+//! for its socket as long as it takes (the driver container may start later
+//! than ours), exit 1 if that connection is ever lost (the kubelet restarts us
+//! next to the restarted driver), wait until Probe says ready, and learn the
+//! driver's name, which names the Lease, the events and the metrics.
+
+use std::time::Duration;
+
+use csi_client::client::ProbeError;
+use csi_client::connection::{self, ConnectError, EndpointError};
+use csi_client::{Connection, CsiClient, Endpoint, OperationMetrics};
+
+use crate::Sidecar;
+
+/// How long to wait for the driver's socket: in effect, forever.
+const WAIT_FOR_SOCKET: Duration = Duration::from_secs(365 * 24 * 3600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+}
+
+/// The connected, ready CSI driver.
+pub struct Driver {
+    pub connection: Connection,
+    /// Calls under `--timeout`, measured in `csi_sidecar_operations_seconds`.
+    pub csi: CsiClient,
+    /// What GetPluginInfo answered.
+    pub name: String,
+}
+
+impl Sidecar {
+    /// Connects to the driver at `--csi-address` and registers the CSI
+    /// operation metrics; every call then runs under `call_timeout`.
+    pub async fn connect_driver(&mut self, call_timeout: Duration) -> Result<Driver, DriverError> {
+        let endpoint: Endpoint = self.args().csi_address.parse()?;
+        let metrics = OperationMetrics::register(self.registry());
+        let connection = connection::connect(&endpoint, WAIT_FOR_SOCKET).await?;
+        let watched = connection.clone();
+        tokio::spawn(async move {
+            watched.lost().await;
+            connection::exit_on_connection_loss(&watched.endpoint);
+        });
+        let csi = CsiClient::new(&connection, call_timeout, metrics);
+        csi.probe_until_ready().await?;
+        let name = csi.driver_info().await?.name;
+        tracing::info!(driver = %name, "detected CSI driver");
+        Ok(Driver { connection, csi, name })
+    }
+}

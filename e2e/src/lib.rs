@@ -8,9 +8,12 @@
 mod cluster;
 mod namespace;
 mod process;
+pub mod provisioner_world;
+mod snapshot_crds;
 mod wait;
 
 pub use cluster::{Cluster, repo_root};
 pub use namespace::TestNamespace;
 pub use process::{Process, Scenario, binary};
+pub use snapshot_crds::install_snapshot_crds;
 pub use wait::{eventually, wait_for};

@@ -1,287 +1,18 @@
 //! csi-provisioner against the real control plane and the hostpath plugin, as real processes.
-//!
-//! Every test runs its own plugin under a driver name of its own (`<namespace>.csi.e2e`): all provisioners watch
-//! the whole cluster, and a unique driver name keeps each test's claims, classes and volumes to its own pair of
-//! processes. StorageClasses are cluster-scoped, so they are named after the namespace and removed at the end.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use csi_sidecars_e2e::{Cluster, Process, Scenario, TestNamespace, binary, eventually, wait_for};
-use k8s_openapi::ByteString;
-use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{
-    Event, Node, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, Secret, TypedLocalObjectReference,
-    VolumeResourceRequirements,
+use csi_sidecars_e2e::provisioner_world::{
+    PLUGIN_NODE, PROVISIONING_FINALIZER, PV_FINALIZER, ProvisionerWorld as World, TIMEOUT, TOPOLOGY_KEY, claim,
+    has_finalizer, plugin_volume_contexts, plugin_volume_rows,
 };
-use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, CSINodeSpec, StorageClass, VolumeAttributesClass};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use csi_sidecars_e2e::{binary, eventually};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, TypedLocalObjectReference};
+use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
-
-const TIMEOUT: Duration = Duration::from_secs(60);
-const PROVISIONING_FINALIZER: &str = "provisioner.storage.kubernetes.io/provisioning-protection";
-const PV_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
-/// The hostpath plugin's topology key, and the node id the harness gives every plugin.
-const TOPOLOGY_KEY: &str = "topology.hostpath.csi/node";
-const PLUGIN_NODE: &str = "e2e-node";
-
-/// One test's world: namespace, plugin, and API handles.
-struct World {
-    client: kube::Client,
-    ns: TestNamespace,
-    scenario: Scenario,
-    driver: String,
-    socket: PathBuf,
-    _plugin: Process,
-    classes: Vec<String>,
-    nodes: Vec<String>,
-}
-
-impl World {
-    async fn new(prefix: &str, plugin_args: &[&str]) -> World {
-        let client = Cluster::shared().client().await;
-        let ns = TestNamespace::create(&client, prefix).await;
-        let driver = format!("{}.csi.e2e", ns.name());
-        let mut scenario = Scenario::new(&format!("provisioner-{prefix}"));
-        let driver_flag = format!("--driver-name={driver}");
-        let mut args = vec![driver_flag.as_str(), "-v=2"];
-        args.extend_from_slice(plugin_args);
-        let (plugin, socket) = scenario.hostpath_plugin("hostpath-plugin", &args);
-        World { client, ns, scenario, driver, socket, _plugin: plugin, classes: Vec::new(), nodes: Vec::new() }
-    }
-
-    fn ns(&self) -> &str {
-        self.ns.name()
-    }
-
-    fn provisioner_args(&self, extra: &[&str]) -> Vec<String> {
-        let mut args = vec![
-            format!("--csi-address={}", self.socket.display()),
-            format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
-            "--immediate-topology=false".to_string(),
-            "--retry-interval-start=500ms".to_string(),
-            "--retry-interval-max=5s".to_string(),
-            "-v=5".to_string(),
-        ];
-        args.extend(extra.iter().map(|a| a.to_string()));
-        args
-    }
-
-    fn start_provisioner(&mut self, name: &str, extra: &[&str]) -> Process {
-        let args = self.provisioner_args(extra);
-        self.scenario.start(name, &binary("csi-provisioner"), &args)
-    }
-
-    fn claims(&self) -> Api<PersistentVolumeClaim> {
-        Api::namespaced(self.client.clone(), self.ns())
-    }
-
-    fn volumes(&self) -> Api<PersistentVolume> {
-        Api::all(self.client.clone())
-    }
-
-    /// Creates an Immediate StorageClass of this test's driver; returns its name.
-    async fn class(&mut self, suffix: &str, parameters: &[(&str, &str)], reclaim_policy: &str) -> String {
-        self.class_with_binding(suffix, parameters, reclaim_policy, "Immediate").await
-    }
-
-    async fn class_with_binding(
-        &mut self,
-        suffix: &str,
-        parameters: &[(&str, &str)],
-        reclaim_policy: &str,
-        binding: &str,
-    ) -> String {
-        let name = format!("{}-{suffix}", self.ns());
-        let class = StorageClass {
-            metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
-            provisioner: self.driver.clone(),
-            parameters: Some(parameters.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
-            reclaim_policy: Some(reclaim_policy.to_string()),
-            volume_binding_mode: Some(binding.to_string()),
-            ..Default::default()
-        };
-        Api::<StorageClass>::all(self.client.clone()).create(&PostParams::default(), &class).await.unwrap();
-        self.classes.push(name.clone());
-        name
-    }
-
-    /// A Node carrying the plugin's topology label and its CSINode listing the driver and key, as a kubelet with
-    /// the plugin registered would publish them. Returns the node name.
-    async fn node(&mut self, suffix: &str) -> String {
-        let name = format!("{}-{suffix}", self.ns());
-        let node = Node {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                labels: Some(BTreeMap::from([(TOPOLOGY_KEY.to_string(), PLUGIN_NODE.to_string())])),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        Api::<Node>::all(self.client.clone()).create(&PostParams::default(), &node).await.unwrap();
-        let csi_node = CSINode {
-            metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
-            spec: CSINodeSpec {
-                drivers: vec![CSINodeDriver {
-                    name: self.driver.clone(),
-                    node_id: PLUGIN_NODE.to_string(),
-                    topology_keys: Some(vec![TOPOLOGY_KEY.to_string()]),
-                    allocatable: None,
-                }],
-            },
-        };
-        Api::<CSINode>::all(self.client.clone()).create(&PostParams::default(), &csi_node).await.unwrap();
-        self.nodes.push(name.clone());
-        name
-    }
-
-    async fn claim_object(&self, claim: PersistentVolumeClaim) {
-        self.claims().create(&PostParams::default(), &claim).await.unwrap();
-    }
-
-    async fn claim(&self, name: &str, class: &str, mode: Option<&str>, access: &str) {
-        self.claim_object(claim(name, class, mode, access)).await;
-    }
-
-    async fn secret(&self, name: &str, key: &str, value: &str) {
-        let secret = Secret {
-            metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
-            data: Some(BTreeMap::from([(key.to_string(), ByteString(value.as_bytes().to_vec()))])),
-            ..Default::default()
-        };
-        Api::<Secret>::namespaced(self.client.clone(), self.ns())
-            .create(&PostParams::default(), &secret)
-            .await
-            .unwrap();
-    }
-
-    /// Waits for the claim to be Bound; returns its volume name.
-    async fn bound(&self, name: &str) -> String {
-        let claims = self.claims();
-        wait_for(&format!("claim {name} bound"), TIMEOUT, || async {
-            let claim = claims.get(name).await.ok()?;
-            let bound = claim.status.as_ref()?.phase.as_deref()? == "Bound";
-            bound.then(|| claim.spec.and_then(|s| s.volume_name).unwrap_or_default())
-        })
-        .await
-    }
-
-    async fn events_of(&self, object: &str) -> Vec<Event> {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), self.ns());
-        let params = ListParams::default().fields(&format!("involvedObject.name={object}"));
-        api.list(&params).await.map(|l| l.items).unwrap_or_default()
-    }
-
-    /// Waits for an event with `reason` whose message contains `text`.
-    async fn event(&self, object: &str, reason: &str, text: &str) -> Event {
-        wait_for(&format!("{reason} event on {object} mentioning {text:?}"), TIMEOUT, || async {
-            self.events_of(object)
-                .await
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some(reason) && e.message.as_deref().is_some_and(|m| m.contains(text)))
-        })
-        .await
-    }
-
-    /// The plugin's volume ids, from ListVolumes through csictl.
-    fn plugin_volumes(&self) -> Vec<String> {
-        plugin_volumes(&self.socket)
-    }
-
-    async fn no_plugin_volumes_left(&self) {
-        eventually("the plugin holds no volume", TIMEOUT, || async { self.plugin_volumes().is_empty() }).await;
-    }
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        // Cluster-scoped leftovers: our classes, and PVs of our claims (Retain or a failed test).
-        let classes = std::mem::take(&mut self.classes);
-        let nodes = std::mem::take(&mut self.nodes);
-        let namespace = self.ns().to_string();
-        let kubeconfig = Cluster::shared().kubeconfig().to_path_buf();
-        let cleaning = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            runtime.block_on(async move {
-                let Ok(config) = kube::Config::from_custom_kubeconfig(
-                    kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig"),
-                    &Default::default(),
-                )
-                .await
-                else {
-                    return;
-                };
-                let Ok(client) = kube::Client::try_from(config) else { return };
-                let class_api: Api<StorageClass> = Api::all(client.clone());
-                for class in classes {
-                    let _ = class_api.delete(&class, &DeleteParams::default()).await;
-                }
-                for node in nodes {
-                    let _ = Api::<CSINode>::all(client.clone()).delete(&node, &DeleteParams::default()).await;
-                    let _ = Api::<Node>::all(client.clone()).delete(&node, &DeleteParams::default()).await;
-                }
-                let pvs: Api<PersistentVolume> = Api::all(client);
-                if let Ok(list) = pvs.list(&ListParams::default()).await {
-                    for pv in list.items {
-                        let ours =
-                            pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).and_then(|r| r.namespace.as_deref())
-                                == Some(namespace.as_str());
-                        if ours {
-                            let name = pv.metadata.name.unwrap_or_default();
-                            let patch = serde_json::json!({"metadata": {"finalizers": null}});
-                            let _ = pvs.patch(&name, &Default::default(), &kube::api::Patch::Merge(patch)).await;
-                            let _ = pvs.delete(&name, &DeleteParams::default()).await;
-                        }
-                    }
-                }
-            });
-        });
-        let _ = cleaning.join();
-    }
-}
-
-fn claim(name: &str, class: &str, mode: Option<&str>, access: &str) -> PersistentVolumeClaim {
-    PersistentVolumeClaim {
-        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec![access.into()]),
-            storage_class_name: Some(class.into()),
-            volume_mode: mode.map(String::from),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([("storage".to_string(), Quantity("1Mi".into()))])),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-fn plugin_volumes(socket: &Path) -> Vec<String> {
-    plugin_volume_rows(socket).iter().map(|row| row["volume_id"].as_str().unwrap_or_default().to_string()).collect()
-}
-
-/// The plugin's volumes' contexts (creation and current mutable parameters).
-fn plugin_volume_contexts(socket: &Path) -> Vec<serde_json::Value> {
-    plugin_volume_rows(socket).iter().map(|row| row["volume_context"].clone()).collect()
-}
-
-fn plugin_volume_rows(socket: &Path) -> Vec<serde_json::Value> {
-    let output = std::process::Command::new(binary("csictl"))
-        .arg(format!("--endpoint=unix://{}", socket.display()))
-        .args(["list-volumes", "-o", "json"])
-        .output()
-        .expect("run csictl");
-    assert!(output.status.success(), "csictl list-volumes: {}", String::from_utf8_lossy(&output.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("csictl json");
-    rows.as_array().expect("a list").clone()
-}
-
-fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
-    meta.finalizers.iter().flatten().any(|f| f == finalizer)
-}
 
 #[tokio::test]
 async fn provisioner_creates_and_deletes_a_filesystem_volume_with_secrets() {
@@ -759,4 +490,39 @@ async fn provisioner_killed_inside_create_volume_leaks_nothing() {
     eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("doomed").await.unwrap().is_none() })
         .await;
     world.no_plugin_volumes_left().await;
+}
+
+/// The number of CreateVolume calls the provisioner's metrics have seen.
+async fn create_volume_calls(port: u16) -> u64 {
+    let metrics = http_get(port, "/metrics").await;
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("csi_sidecar_operations_seconds_count{") && l.contains("CreateVolume"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn provisioner_waits_the_slow_retry_after_an_infeasible_error() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(faults.path(), r#"{"CreateVolume": {"code": "InvalidArgument", "message": "no such tier"}}"#)
+        .unwrap();
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = World::new("prov-slow", &[fault_flag.as_str()]).await;
+    let class = world.class("slow", &[], "Delete").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
+    // --retry-interval-max=5s (the world's): the claim is tried again after 5 s, not sooner.
+    let _provisioner = world.start_provisioner("csi-provisioner", &[endpoint.as_str()]);
+
+    world.claim("infeasible", &class, None, "ReadWriteOnce").await;
+    world.event("infeasible", "ProvisioningFailed", "Retries will be delayed").await;
+    // The failed attempt wrote the claim twice (the provisioning finalizer, added and removed); those writes must
+    // not queue it again ahead of its delay. 7 s hold at most the first call and the one 5 s later.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let calls = create_volume_calls(port).await;
+    assert!((1..=2).contains(&calls), "{calls} CreateVolume calls in 7 s despite the 5 s slow retry");
+
+    std::fs::write(faults.path(), "{}").unwrap();
+    world.bound("infeasible").await;
 }

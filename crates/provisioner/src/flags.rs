@@ -162,6 +162,7 @@ impl Args {
         provisioner.controller_publish_readonly = self.controller_publish_readonly;
         provisioner.strict_topology = self.strict_topology;
         provisioner.immediate_topology = self.immediate_topology;
+        provisioner.prevent_volume_mode_conversion = self.prevent_volume_mode_conversion;
         provisioner.features = features;
         provisioner
     }

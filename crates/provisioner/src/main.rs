@@ -34,7 +34,11 @@ async fn main() -> anyhow::Result<()> {
 
     let queue_metrics = QueueMetrics::register(sidecar.registry());
     let metrics = ProvisioningMetrics::register(sidecar.registry());
-    let options = Options { workers: args.worker_threads, retry: RetryPolicy::from_args(&args.retry) };
+    let options = Options {
+        workers: args.worker_threads,
+        retry: RetryPolicy::from_args(&args.retry),
+        snapshot_orphan_sweep_interval: args.snapshot_orphan_sweep_interval,
+    };
     let events = sidecar.events(controller::event_component(&driver));
     let controller =
         Controller::new(sidecar.client(), csi, provisioner, events, options, Some(&queue_metrics), metrics);

@@ -4,14 +4,18 @@
 //! - [`stores`]: kube-runtime reflectors, and which watch events queue which keys.
 //! - [`provision`]: the claim worker (keyed by claim UID): CreateVolume and the PV, and the recovery of volumes
 //!   whose claim was deleted mid-call (the provisioning-protection finalizer).
+//! - [`snapshot_source`]: restores from VolumeSnapshots, their source-protection finalizer and its orphan sweep.
 //! - [`delete`]: the volume worker (keyed by PV name): the reclaim-policy finalizer and DeleteVolume.
+//! - [`own_writes`]: which claim changes are our own finalizer writes, so they do not defeat a claim's backoff.
 //! - [`metrics`]: `controller_persistentvolumeclaim_provision_*` and `controller_persistentvolume_delete_*`.
 //!
 //! No business rule lives here: every decision is a call into `translate`.
 
 mod delete;
 pub mod metrics;
+mod own_writes;
 mod provision;
+mod snapshot_source;
 mod stores;
 
 use std::collections::HashMap;
@@ -19,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use csi_client::CsiClient;
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim};
 use kube::Resource;
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
@@ -28,6 +32,7 @@ use crate::translate::provisioner::Provisioner;
 use crate::translate::refusal::{ClaimEvent, EventType};
 use crate::translate::topology::TopologyPin;
 pub use metrics::ProvisioningMetrics;
+use own_writes::OwnWrites;
 use stores::Stores;
 
 /// A claim in the queue. Claims are queued by UID as upstream does; the name travels with it for the store lookup
@@ -46,6 +51,8 @@ pub struct Options {
     pub workers: usize,
     /// `--retry-interval-start` / `--retry-interval-max`.
     pub retry: RetryPolicy,
+    /// `--snapshot-orphan-sweep-interval` (zero: no sweep).
+    pub snapshot_orphan_sweep_interval: Duration,
 }
 
 /// The provisioner's controllers. Cheap to clone.
@@ -65,6 +72,8 @@ struct Shared {
     volumes: WorkQueue<String>,
     /// Per claim UID: what the topology was computed from, so that retries send the same requirements (item 41).
     pins: Mutex<HashMap<String, TopologyPin>>,
+    /// Which claim versions the watch shows are our own finalizer writes (see [`own_writes`]).
+    own_writes: Mutex<OwnWrites>,
     metrics: ProvisioningMetrics,
 }
 
@@ -99,6 +108,7 @@ impl Controller {
             claims: queue("claims", options.retry, queue_metrics),
             volumes: queue("volumes", options.retry, queue_metrics),
             pins: Mutex::default(),
+            own_writes: Mutex::default(),
             metrics,
         };
         Controller { shared: Arc::new(shared) }
@@ -139,8 +149,9 @@ impl Controller {
                 async move { shared.sync_volume(&name).await }
             })
         };
+        let sweep = shared.sweep_snapshot_protection(shared.options.snapshot_orphan_sweep_interval, stop.clone());
         tokio::select! {
-            _ = async { tokio::join!(claims, volumes) } => {}
+            _ = async { tokio::join!(claims, volumes, sweep) } => {}
             _ = &mut watching => tracing::error!("watches ended unexpectedly"),
         }
     }
@@ -179,6 +190,33 @@ impl Shared {
 
     fn keep_pin(&self, uid: &str, pin: TopologyPin) {
         self.pins.lock().unwrap_or_else(|p| p.into_inner()).insert(uid.to_string(), pin);
+    }
+
+    fn own_writes(&self) -> std::sync::MutexGuard<'_, OwnWrites> {
+        self.own_writes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a claim version the watch shows should queue the claim: not when it is our own write.
+    fn claim_changed(&self, claim: &PersistentVolumeClaim) -> bool {
+        let (Some(uid), Some(version)) = (&claim.metadata.uid, &claim.metadata.resource_version) else { return true };
+        self.own_writes().observed(uid, version)
+    }
+
+    /// Runs `write` on `claim` as one of our own writes; a foreign change seen meanwhile queues the claim.
+    async fn own_write<F>(&self, claim: &PersistentVolumeClaim, write: F) -> Result<(), kube::Error>
+    where
+        F: Future<Output = Result<PersistentVolumeClaim, kube::Error>>,
+    {
+        let uid = claim.metadata.uid.clone().unwrap_or_default();
+        self.own_writes().begin(&uid);
+        let result = write.await;
+        let version = result.as_ref().ok().and_then(|c| c.metadata.resource_version.clone());
+        if self.own_writes().end(&uid, version.as_deref())
+            && let Some(key) = stores::claim_key(claim)
+        {
+            self.claims.add(key);
+        }
+        result.map(|_| ())
     }
 
     /// `--retry-interval-max`: how long an infeasible claim waits.

@@ -47,6 +47,8 @@ struct Prepared {
     references: SecretReferences,
     /// The claim being cloned, which gets the clone-protection finalizer before the call.
     clone_source: Option<DataSource>,
+    /// The VolumeSnapshot being restored, which gets the source-protection finalizer before the call.
+    snapshot_source: Option<DataSource>,
 }
 
 /// The text of a Kubernetes API error as client-go prints it (the Status message), for events.
@@ -59,6 +61,15 @@ pub(super) fn api_error_text(error: &kube::Error) -> String {
 
 fn cached<K: kube::Resource<DynamicType = ()> + Clone>(store: &Option<kube::runtime::reflector::Store<K>>) -> Vec<K> {
     store.as_ref().map(|s| s.state().iter().map(|o| (**o).clone()).collect()).unwrap_or_default()
+}
+
+/// A data source that is not usable (yet), worded as upstream words it.
+fn source_refusal(mut refusal: Refusal, source: &DataSource) -> Refusal {
+    refusal.message = format!(
+        "error getting handle for DataSource Type {} by Name {}: {}",
+        source.kind, source.name, refusal.message
+    );
+    refusal
 }
 
 fn claim_path(claim: &PersistentVolumeClaim) -> String {
@@ -146,7 +157,7 @@ impl Shared {
         class: &StorageClass,
         node: Option<&str>,
     ) -> Result<String, Refusal> {
-        let Prepared { plan, request, credentials, references, clone_source } =
+        let Prepared { plan, request, credentials, references, clone_source, snapshot_source } =
             self.prepare(claim, class, node).await?;
 
         // Beyond upstream: recorded in the API before the call, so a crash cannot lose the volume.
@@ -161,6 +172,9 @@ impl Shared {
             api.patch(&source.name, &PatchParams::default(), &Patch::Strategic(patch))
                 .await
                 .map_err(|e| Refusal::no_change(api_error_text(&e)))?;
+        }
+        if let Some(source) = &snapshot_source {
+            self.protect_snapshot(source).await?;
         }
         let may_reschedule = self.provisioner.supports_topology() && node.is_some();
         let response = match self.csi.create_volume(request).await {
@@ -185,6 +199,9 @@ impl Shared {
         // The PV exists: the finalizer has done its job. Should this fail, the PV's watch event queues the claim
         // again and the next run releases it.
         self.remove_claim_finalizer_logged(claim).await;
+        if let Some(source) = &snapshot_source {
+            self.release_snapshot(claim, source).await;
+        }
         Ok(plan.volume_name)
     }
 
@@ -201,11 +218,16 @@ impl Shared {
         for warning in deprecation_warnings(class.parameters.as_ref().unwrap_or(&Default::default())) {
             tracing::warn!(class = class.metadata.name.as_deref().unwrap_or_default(), "{warning}");
         }
-        let mut clone_source = None;
+        let (mut clone_source, mut snapshot_source) = (None, None);
         let volume_content_source = match &plan.content {
             None => None,
-            Some((ContentKind::Snapshot, _)) => {
-                return Err(Refusal::finished("restoring a volume from a VolumeSnapshot is not supported yet"));
+            Some((ContentKind::Snapshot, source)) => {
+                let restore = self
+                    .snapshot_restore(claim, source, &class.provisioner)
+                    .await
+                    .map_err(|r| source_refusal(r, source))?;
+                snapshot_source = Some(source.clone());
+                Some(restore.content_source)
             }
             Some((ContentKind::Clone, source)) => {
                 let source_claim = self.stores.claims.get(&ObjectRef::new(&source.name).within(&source.namespace));
@@ -217,7 +239,8 @@ impl Shared {
                     source_claim.as_deref(),
                     source_volume.as_deref(),
                     &class.provisioner,
-                )?;
+                )
+                .map_err(|r| source_refusal(r, source))?;
                 clone_source = Some(source.clone());
                 Some(content)
             }
@@ -246,7 +269,7 @@ impl Shared {
             volume_attributes_class: vac.as_ref(),
         };
         let request = create_volume_request(&plan, claim, class, p, resolved)?;
-        Ok(Prepared { plan, request, credentials, references, clone_source })
+        Ok(Prepared { plan, request, credentials, references, clone_source, snapshot_source })
     }
 
     fn topology(
@@ -347,6 +370,7 @@ impl Shared {
             Err(refusal) => return self.cleanup_failed(claim, refusal.message).await,
         };
         let volume_name = prepared.request.name.clone();
+        let snapshot_source = prepared.snapshot_source.clone();
         match self.csi.create_volume(prepared.request).await {
             Ok(response) => {
                 let volume_id = response.volume.map(|v| v.volume_id).unwrap_or_default();
@@ -365,6 +389,9 @@ impl Shared {
             }
         }
         self.forget_pin(claim.metadata.uid.as_deref().unwrap_or_default());
+        if let Some(source) = &snapshot_source {
+            self.release_snapshot(claim, source).await;
+        }
         self.release_claim(claim).await
     }
 
@@ -428,8 +455,8 @@ impl Shared {
         // The uid makes the patch fail on a claim recreated under the same name.
         let patch = json!({"metadata": {"uid": claim.metadata.uid, "finalizers": [finalizer]}});
         let name = claim.metadata.name.as_deref().unwrap_or_default();
-        self.claims_api(claim).patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await?;
-        Ok(())
+        let api = self.claims_api(claim);
+        self.own_write(claim, api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))).await
     }
 
     async fn remove_claim_finalizer(&self, claim: &PersistentVolumeClaim) -> Result<(), kube::Error> {
@@ -439,8 +466,9 @@ impl Shared {
     async fn remove_finalizer(&self, claim: &PersistentVolumeClaim, finalizer: &str) -> Result<(), kube::Error> {
         let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}});
         let name = claim.metadata.name.as_deref().unwrap_or_default();
-        match self.claims_api(claim).patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await {
-            Ok(_) => Ok(()),
+        let api = self.claims_api(claim);
+        match self.own_write(claim, api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))).await {
+            Ok(()) => Ok(()),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
             Err(err) => Err(err),
         }

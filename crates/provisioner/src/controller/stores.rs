@@ -145,6 +145,7 @@ pub async fn watch_all(shared: Arc<Shared>) {
         watch(Api::<PersistentVolumeClaim>::all(client.clone()), writers.claims, move |event| match event {
             Event::Apply(claim) | Event::InitApply(claim) => {
                 if claim_concerns_us(claim)
+                    && shared.claim_changed(claim)
                     && let Some(key) = claim_key(claim)
                 {
                     shared.claims.add(key);
@@ -156,6 +157,7 @@ pub async fn watch_all(shared: Arc<Shared>) {
             Event::Delete(claim) => {
                 if let Some(uid) = claim.metadata.uid.as_deref() {
                     shared.forget_pin(uid);
+                    shared.own_writes().forget(uid);
                 }
                 if let Some(source) = clone_source_key(&shared, claim) {
                     shared.claims.add(source);

@@ -26,4 +26,5 @@ pub mod provisioner;
 pub mod quantity;
 pub mod refusal;
 pub mod secrets;
+pub mod snapshot_source;
 pub mod topology;

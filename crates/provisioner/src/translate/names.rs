@@ -40,7 +40,7 @@ pub const FINALIZER_CLONE_PROTECTION: &str = "provisioner.storage.kubernetes.io/
 pub const FINALIZER_SNAPSHOT_SOURCE_PROTECTION: &str =
     "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection";
 /// On a VolumeSnapshotContent: a restore may change the volume mode.
-pub const ANN_ALLOW_VOLUME_MODE_CHANGE: &str = "snapshot.storage.kubernetes.io/allow-volume-mode-change";
+pub use snapshot_api::names::ANN_ALLOW_VOLUME_MODE_CHANGE;
 /// `spec.csi.volumeAttributes` key naming the provisioner instance that created the volume.
 pub const VOLUME_ATTRIBUTE_PROVISIONER_IDENTITY: &str = "storage.kubernetes.io/csiProvisionerIdentity";
 
@@ -107,7 +107,7 @@ pub const PARAM_PV_NAME: &str = "csi.storage.k8s.io/pv/name";
 // ---- Data sources -----------------------------------------------------------------------------------------------
 
 pub const KIND_VOLUME_SNAPSHOT: &str = "VolumeSnapshot";
-pub const SNAPSHOT_API_GROUP: &str = "snapshot.storage.k8s.io";
+pub use snapshot_api::names::GROUP as SNAPSHOT_API_GROUP;
 pub const KIND_PERSISTENT_VOLUME_CLAIM: &str = "PersistentVolumeClaim";
 
 // ---- Kubernetes enum values -------------------------------------------------------------------------------------

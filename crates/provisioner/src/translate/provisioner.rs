@@ -42,6 +42,8 @@ pub struct Provisioner {
     pub strict_topology: bool,
     /// `--immediate-topology`
     pub immediate_topology: bool,
+    /// `--prevent-volume-mode-conversion`
+    pub prevent_volume_mode_conversion: bool,
     pub plugin_capabilities: PluginCapabilities,
     pub controller_capabilities: ControllerCapabilities,
     pub features: FeatureGates,
@@ -61,6 +63,7 @@ impl Provisioner {
             controller_publish_readonly: false,
             strict_topology: false,
             immediate_topology: true,
+            prevent_volume_mode_conversion: true,
             plugin_capabilities: PluginCapabilities::default(),
             controller_capabilities: ControllerCapabilities::default(),
             features: FeatureGates::default(),

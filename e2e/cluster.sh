@@ -28,6 +28,9 @@ PIDS="$CLUSTER_DIR/pids"
 KUBECONFIG_FILE="$CLUSTER_DIR/kubeconfig"
 STATE_ENV="$CLUSTER_DIR/cluster.env"
 TIMEOUT="${CLUSTER_TIMEOUT:-120}"
+# Alpha features the sidecars implement and the suites exercise: claims with a dataSourceRef into another namespace
+# (the API server drops dataSourceRef.namespace without it).
+FEATURE_GATES="CrossNamespaceVolumeDataSource=true"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager) # start order; stopped in reverse
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
@@ -363,6 +366,7 @@ EOF
 		--service-account-signing-key-file="$PKI/sa.key" --service-account-key-file="$PKI/sa.pub" \
 		--disable-admission-plugins=ServiceAccount \
 		--allow-privileged=true \
+		--feature-gates="$FEATURE_GATES" \
 		${CLUSTER_APISERVER_EXTRA_ARGS:-}
 	wait_healthy kube-apiserver || { stop_all; die "kube-apiserver failed to start"; }
 
@@ -374,6 +378,7 @@ EOF
 		--leader-elect=false \
 		--bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$CLUSTER_DIR/kcm-certs" \
 		--use-service-account-credentials=false \
+		--feature-gates="$FEATURE_GATES" \
 		${CLUSTER_KCM_EXTRA_ARGS:-}
 	wait_healthy kube-controller-manager || { stop_all; die "kube-controller-manager failed to start"; }
 

@@ -9,11 +9,13 @@ mod cluster;
 mod namespace;
 mod process;
 pub mod provisioner_world;
+mod reference_grant_crd;
 mod snapshot_crds;
 mod wait;
 
 pub use cluster::{Cluster, repo_root};
 pub use namespace::TestNamespace;
 pub use process::{Process, Scenario, binary};
+pub use reference_grant_crd::install_reference_grant_crd;
 pub use snapshot_crds::install_snapshot_crds;
 pub use wait::{eventually, wait_for};

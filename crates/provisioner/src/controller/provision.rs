@@ -6,7 +6,7 @@ use csi_client::proto::{CreateVolumeRequest, DeleteVolumeRequest, TopologyRequir
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 use sidecar_runtime::Outcome;
@@ -26,6 +26,7 @@ use crate::translate::names::{
 };
 use crate::translate::parameters::deprecation_warnings;
 use crate::translate::persistent_volume::persistent_volume;
+use crate::translate::reference_grant::{ReferenceGrant, check_grant, needs_grant};
 use crate::translate::refusal::{
     ClaimEvent, EventType, ProvisioningState, Refusal, RefusalKind, create_volume_failure, grpc_error_text,
     provisioning_event, provisioning_succeeded_event,
@@ -218,6 +219,9 @@ impl Shared {
         for warning in deprecation_warnings(class.parameters.as_ref().unwrap_or(&Default::default())) {
             tracing::warn!(class = class.metadata.name.as_deref().unwrap_or_default(), "{warning}");
         }
+        if let Some((_, source)) = &plan.content {
+            self.check_cross_namespace_grant(claim, source).await?;
+        }
         let (mut clone_source, mut snapshot_source) = (None, None);
         let volume_content_source = match &plan.content {
             None => None,
@@ -270,6 +274,27 @@ impl Shared {
         };
         let request = create_volume_request(&plan, claim, class, p, resolved)?;
         Ok(Prepared { plan, request, credentials, references, clone_source, snapshot_source })
+    }
+
+    /// A source in another namespace needs a ReferenceGrant there (item 57).
+    async fn check_cross_namespace_grant(
+        &self,
+        claim: &PersistentVolumeClaim,
+        source: &DataSource,
+    ) -> Result<(), Refusal> {
+        let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
+        if !needs_grant(namespace, source) {
+            return Ok(());
+        }
+        let grants: Api<ReferenceGrant> = Api::namespaced(self.client.clone(), &source.namespace);
+        let grants = grants.list(&ListParams::default()).await.map_err(|e| {
+            Refusal::no_change(format!(
+                "error listing ReferenceGrants in namespace {}: {}",
+                source.namespace,
+                api_error_text(&e)
+            ))
+        })?;
+        check_grant(namespace, claim.metadata.name.as_deref().unwrap_or_default(), source, grants.items.iter())
     }
 
     fn topology(

@@ -14,6 +14,7 @@ use kube::runtime::{WatchStreamExt, reflector::store::Writer};
 use super::{ClaimKey, Shared};
 use crate::translate::claim_filter::claim_class_name;
 use crate::translate::clone_source::has_clone_protection;
+use crate::translate::data_source::claim_data_source;
 use crate::translate::names::{ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER, KIND_PERSISTENT_VOLUME_CLAIM};
 
 /// Read-only views of the caches.
@@ -122,12 +123,12 @@ fn claim_concerns_us(claim: &PersistentVolumeClaim) -> bool {
 
 /// The claim `claim` clones, if it is in the cache: its clone protection may depend on `claim`'s phase.
 fn clone_source_key(shared: &Shared, claim: &PersistentVolumeClaim) -> Option<ClaimKey> {
-    let source = claim.spec.as_ref()?.data_source.as_ref()?;
-    if source.kind != KIND_PERSISTENT_VOLUME_CLAIM || source.api_group.as_deref().is_some_and(|g| !g.is_empty()) {
+    // With the gate off a cross-namespace source is refused anyway; asking with it on finds the source either way.
+    let source = claim_data_source(claim, true).ok()??;
+    if source.kind != KIND_PERSISTENT_VOLUME_CLAIM || !source.api_group.is_empty() {
         return None;
     }
-    let namespace = claim.metadata.namespace.as_deref()?;
-    let source = shared.stores.claims.get(&ObjectRef::new(&source.name).within(namespace))?;
+    let source = shared.stores.claims.get(&ObjectRef::new(&source.name).within(&source.namespace))?;
     claim_key(&source)
 }
 

@@ -104,16 +104,31 @@ pub fn clone_protection_releasable<'a>(
     if !has_clone_protection(source) || source.metadata.deletion_timestamp.is_none() {
         return false;
     }
-    let namespace = source.metadata.namespace.as_deref();
+    let namespace = source.metadata.namespace.as_deref().unwrap_or_default();
     let name = source.metadata.name.as_deref().unwrap_or_default();
     !claims.into_iter().any(|claim| {
         let pending = claim.status.as_ref().and_then(|s| s.phase.as_deref()).is_none_or(|p| p == PHASE_PENDING);
-        let clones_it = claim.spec.as_ref().and_then(|s| s.data_source.as_ref()).is_some_and(|d| {
-            d.kind == KIND_PERSISTENT_VOLUME_CLAIM
-                && d.api_group.as_deref().unwrap_or_default().is_empty()
-                && d.name == name
-        });
-        pending && clones_it && claim.metadata.namespace.as_deref() == namespace
+        pending && clones_from(claim, namespace, name)
+    })
+}
+
+/// Whether `claim` clones the claim `namespace/name`, through `dataSource` or a (possibly cross-namespace)
+/// `dataSourceRef`.
+pub fn clones_from(claim: &PersistentVolumeClaim, namespace: &str, name: &str) -> bool {
+    let claim_namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
+    let Some(spec) = claim.spec.as_ref() else { return false };
+    let is_claim =
+        |kind: &str, group: Option<&str>| kind == KIND_PERSISTENT_VOLUME_CLAIM && group.unwrap_or_default().is_empty();
+    if let Some(source) = &spec.data_source
+        && is_claim(&source.kind, source.api_group.as_deref())
+        && source.name == name
+        && claim_namespace == namespace
+    {
+        return true;
+    }
+    spec.data_source_ref.as_ref().is_some_and(|source| {
+        let source_namespace = source.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(claim_namespace);
+        is_claim(&source.kind, source.api_group.as_deref()) && source.name == name && source_namespace == namespace
     })
 }
 

@@ -24,6 +24,7 @@ pub mod parameters;
 pub mod persistent_volume;
 pub mod provisioner;
 pub mod quantity;
+pub mod reference_grant;
 pub mod refusal;
 pub mod secrets;
 pub mod snapshot_source;

@@ -5,7 +5,7 @@ use csi_client::proto::VolumeContentSource;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::claim_filter::claim_class_name;
-use super::data_source::{DataSource, volume_content_source};
+use super::data_source::{DataSource, refers_to, volume_content_source};
 use super::names::{FINALIZER_CLONE_PROTECTION, KIND_PERSISTENT_VOLUME_CLAIM, RESOURCE_STORAGE};
 use super::quantity::quantity_bytes;
 use super::refusal::Refusal;
@@ -112,24 +112,9 @@ pub fn clone_protection_releasable<'a>(
     })
 }
 
-/// Whether `claim` clones the claim `namespace/name`, through `dataSource` or a (possibly cross-namespace)
-/// `dataSourceRef`.
+/// Whether `claim` clones the claim `namespace/name`.
 pub fn clones_from(claim: &PersistentVolumeClaim, namespace: &str, name: &str) -> bool {
-    let claim_namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
-    let Some(spec) = claim.spec.as_ref() else { return false };
-    let is_claim =
-        |kind: &str, group: Option<&str>| kind == KIND_PERSISTENT_VOLUME_CLAIM && group.unwrap_or_default().is_empty();
-    if let Some(source) = &spec.data_source
-        && is_claim(&source.kind, source.api_group.as_deref())
-        && source.name == name
-        && claim_namespace == namespace
-    {
-        return true;
-    }
-    spec.data_source_ref.as_ref().is_some_and(|source| {
-        let source_namespace = source.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(claim_namespace);
-        is_claim(&source.kind, source.api_group.as_deref()) && source.name == name && source_namespace == namespace
-    })
+    refers_to(claim, KIND_PERSISTENT_VOLUME_CLAIM, "", namespace, name)
 }
 
 #[cfg(test)]

@@ -61,6 +61,26 @@ pub fn claim_data_source(
     }))
 }
 
+/// Whether `claim` names the object `namespace/name` of `kind` in API group `group` ("" for core) as its data
+/// source, through `dataSource` or a (possibly cross-namespace) `dataSourceRef`.
+pub fn refers_to(claim: &PersistentVolumeClaim, kind: &str, group: &str, namespace: &str, name: &str) -> bool {
+    let claim_namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
+    let Some(spec) = claim.spec.as_ref() else { return false };
+    let matches = |source_kind: &str, source_group: Option<&str>, source_name: &str| {
+        source_kind == kind && source_group.unwrap_or_default() == group && source_name == name
+    };
+    if let Some(source) = &spec.data_source
+        && matches(&source.kind, source.api_group.as_deref(), &source.name)
+        && claim_namespace == namespace
+    {
+        return true;
+    }
+    spec.data_source_ref.as_ref().is_some_and(|source| {
+        let source_namespace = source.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(claim_namespace);
+        matches(&source.kind, source.api_group.as_deref(), &source.name) && source_namespace == namespace
+    })
+}
+
 /// Snapshot, clone, or (any other kind) an external populator's business: a Normal event and nothing more.
 pub fn content_kind(source: &DataSource, claim_name: &str) -> Result<ContentKind, Refusal> {
     if source.name.is_empty() {
@@ -184,6 +204,81 @@ mod tests {
                 r.message
             });
             assert_eq!(got, want, "{rule}");
+        }
+    }
+
+    #[test]
+    fn references_to_a_source() {
+        let snap = Some("snapshot.storage.k8s.io");
+        // (rule, claim (namespace apps), kind, group, namespace, name, refers)
+        let table = [
+            (
+                "dataSource in the claim's namespace",
+                claim(Some(local("PersistentVolumeClaim", None, "a")), None),
+                "PersistentVolumeClaim",
+                "",
+                "apps",
+                "a",
+                true,
+            ),
+            (
+                "dataSource is never elsewhere",
+                claim(Some(local("PersistentVolumeClaim", None, "a")), None),
+                "PersistentVolumeClaim",
+                "",
+                "other",
+                "a",
+                false,
+            ),
+            (
+                "another name",
+                claim(Some(local("PersistentVolumeClaim", None, "a")), None),
+                "PersistentVolumeClaim",
+                "",
+                "apps",
+                "b",
+                false,
+            ),
+            (
+                "another group",
+                claim(Some(local("VolumeSnapshot", Some("example.com"), "s")), None),
+                "VolumeSnapshot",
+                "snapshot.storage.k8s.io",
+                "apps",
+                "s",
+                false,
+            ),
+            (
+                "dataSourceRef without namespace",
+                claim(None, Some(typed("VolumeSnapshot", snap, "s", None))),
+                "VolumeSnapshot",
+                "snapshot.storage.k8s.io",
+                "apps",
+                "s",
+                true,
+            ),
+            (
+                "dataSourceRef into another namespace",
+                claim(None, Some(typed("PersistentVolumeClaim", None, "a", Some("src")))),
+                "PersistentVolumeClaim",
+                "",
+                "src",
+                "a",
+                true,
+            ),
+            (
+                "dataSourceRef not in the claim's namespace",
+                claim(None, Some(typed("PersistentVolumeClaim", None, "a", Some("src")))),
+                "PersistentVolumeClaim",
+                "",
+                "apps",
+                "a",
+                false,
+            ),
+            ("no source", claim(None, None), "PersistentVolumeClaim", "", "apps", "a", false),
+        ];
+        for (rule, claim, kind, group, namespace, name, want) in table {
+            assert_eq!(refers_to(&claim, kind, group, namespace, name), want, "{rule}");
         }
     }
 

@@ -5,7 +5,7 @@ use csi_client::proto::VolumeContentSource;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent};
 
-use super::data_source::{DataSource, snapshot_content_source};
+use super::data_source::{DataSource, refers_to, snapshot_content_source};
 use super::names::{
     ANN_ALLOW_VOLUME_MODE_CHANGE, FINALIZER_SNAPSHOT_SOURCE_PROTECTION, KIND_VOLUME_SNAPSHOT, RESOURCE_STORAGE,
     SNAPSHOT_API_GROUP,
@@ -146,23 +146,9 @@ pub fn has_source_protection(snapshot: &VolumeSnapshot) -> bool {
     snapshot.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER_SNAPSHOT_SOURCE_PROTECTION)
 }
 
-/// Whether `claim` restores from the VolumeSnapshot `namespace/name` (through `dataSource` or `dataSourceRef`).
+/// Whether `claim` restores from the VolumeSnapshot `namespace/name`.
 pub fn restores_from(claim: &PersistentVolumeClaim, namespace: &str, name: &str) -> bool {
-    let claim_namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
-    let Some(spec) = claim.spec.as_ref() else { return false };
-    let is_snapshot =
-        |kind: &str, group: Option<&str>| kind == KIND_VOLUME_SNAPSHOT && group == Some(SNAPSHOT_API_GROUP);
-    if let Some(source) = &spec.data_source
-        && is_snapshot(&source.kind, source.api_group.as_deref())
-        && source.name == name
-        && claim_namespace == namespace
-    {
-        return true;
-    }
-    spec.data_source_ref.as_ref().is_some_and(|source| {
-        let source_namespace = source.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(claim_namespace);
-        is_snapshot(&source.kind, source.api_group.as_deref()) && source.name == name && source_namespace == namespace
-    })
+    refers_to(claim, KIND_VOLUME_SNAPSHOT, SNAPSHOT_API_GROUP, namespace, name)
 }
 
 /// Whether a snapshot's source protection may go (the orphan sweep, item 54): no claim that is still Pending (or

@@ -526,3 +526,47 @@ async fn provisioner_waits_the_slow_retry_after_an_infeasible_error() {
     std::fs::write(faults.path(), "{}").unwrap();
     world.bound("infeasible").await;
 }
+
+#[tokio::test]
+async fn provisioner_does_not_delete_a_volume_still_attached() {
+    use k8s_openapi::api::storage::v1::{VolumeAttachment, VolumeAttachmentSource, VolumeAttachmentSpec};
+    // A driver that needs attaching (PUBLISH_UNPUBLISH_VOLUME): its volumes must be detached before deletion.
+    let mut world = World::new("prov-attached", &["--attach-required"]).await;
+    let class = world.class("attached", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    world.claim("busy", &class, None, "ReadWriteOnce").await;
+    let volume_name = world.bound("busy").await;
+
+    let attachments: Api<VolumeAttachment> = Api::all(world.client.clone());
+    let attachment_name = format!("{}-busy", world.ns());
+    let attachment = VolumeAttachment {
+        metadata: ObjectMeta { name: Some(attachment_name.clone()), ..Default::default() },
+        spec: VolumeAttachmentSpec {
+            attacher: world.driver.clone(),
+            node_name: "node-x".into(),
+            source: VolumeAttachmentSource { persistent_volume_name: Some(volume_name.clone()), ..Default::default() },
+        },
+        status: None,
+    };
+    attachments.create(&PostParams::default(), &attachment).await.unwrap();
+    world.claims().delete("busy", &DeleteParams::default()).await.unwrap();
+
+    let events: Api<Event> = Api::namespaced(world.client.clone(), "default");
+    let params = ListParams::default().fields(&format!("involvedObject.name={volume_name}"));
+    let still_attached = format!("persistentvolume {volume_name} is still attached to node node-x");
+    eventually("a VolumeFailedDelete event naming the node", TIMEOUT, || async {
+        events.list(&params).await.unwrap().items.iter().any(|e| {
+            e.reason.as_deref() == Some("VolumeFailedDelete") && e.message.as_deref() == Some(still_attached.as_str())
+        })
+    })
+    .await;
+    assert!(world.volumes().get_opt(&volume_name).await.unwrap().is_some(), "the PV stays while attached");
+    assert_eq!(world.plugin_volumes().len(), 1, "no DeleteVolume while attached");
+
+    attachments.delete(&attachment_name, &DeleteParams::default()).await.unwrap();
+    eventually("the PV goes once detached", TIMEOUT, || async {
+        world.volumes().get_opt(&volume_name).await.unwrap().is_none()
+    })
+    .await;
+    world.no_plugin_volumes_left().await;
+}

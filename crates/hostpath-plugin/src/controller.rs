@@ -1,22 +1,24 @@
 //! The Controller service: each RPC hands its request to the volume or snapshot logic.
-//! ControllerPublishVolume and ControllerUnpublishVolume are left to the generated stubs (UNIMPLEMENTED):
-//! a hostpath volume needs no attaching, so PUBLISH_UNPUBLISH_VOLUME is not advertised.
+//! A hostpath volume needs no attaching: ControllerPublishVolume and ControllerUnpublishVolume are served (and
+//! PUBLISH_UNPUBLISH_VOLUME advertised) only with `--attach-required`, for testing sidecars against such drivers.
 
 use csi_client::proto::controller_server::Controller;
 use csi_client::proto::controller_service_capability::{self, rpc};
 use csi_client::proto::{
     ControllerExpandVolumeRequest, ControllerExpandVolumeResponse, ControllerGetCapabilitiesRequest,
     ControllerGetCapabilitiesResponse, ControllerGetVolumeRequest, ControllerGetVolumeResponse,
-    ControllerModifyVolumeRequest, ControllerModifyVolumeResponse, ControllerServiceCapability, CreateSnapshotRequest,
-    CreateSnapshotResponse, CreateVolumeRequest, CreateVolumeResponse, DeleteSnapshotRequest, DeleteSnapshotResponse,
-    DeleteVolumeRequest, DeleteVolumeResponse, GetCapacityRequest, GetCapacityResponse, GetSnapshotRequest,
-    GetSnapshotResponse, ListSnapshotsRequest, ListSnapshotsResponse, ListVolumesRequest, ListVolumesResponse,
-    ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse,
+    ControllerModifyVolumeRequest, ControllerModifyVolumeResponse, ControllerPublishVolumeRequest,
+    ControllerPublishVolumeResponse, ControllerServiceCapability, ControllerUnpublishVolumeRequest,
+    ControllerUnpublishVolumeResponse, CreateSnapshotRequest, CreateSnapshotResponse, CreateVolumeRequest,
+    CreateVolumeResponse, DeleteSnapshotRequest, DeleteSnapshotResponse, DeleteVolumeRequest, DeleteVolumeResponse,
+    GetCapacityRequest, GetCapacityResponse, GetSnapshotRequest, GetSnapshotResponse, ListSnapshotsRequest,
+    ListSnapshotsResponse, ListVolumesRequest, ListVolumesResponse, ValidateVolumeCapabilitiesRequest,
+    ValidateVolumeCapabilitiesResponse,
 };
 use tonic::{Request, Response, Status};
 
 use crate::plugin::{Plugin, Shared};
-use crate::{snapshots, volumes};
+use crate::{publish, snapshots, volumes};
 
 #[tonic::async_trait]
 impl Controller for Plugin {
@@ -104,6 +106,20 @@ impl Controller for Plugin {
         self.call("ControllerGetVolume", request, volumes::get).await
     }
 
+    async fn controller_publish_volume(
+        &self,
+        request: Request<ControllerPublishVolumeRequest>,
+    ) -> Result<Response<ControllerPublishVolumeResponse>, Status> {
+        self.call("ControllerPublishVolume", request, publish::publish).await
+    }
+
+    async fn controller_unpublish_volume(
+        &self,
+        request: Request<ControllerUnpublishVolumeRequest>,
+    ) -> Result<Response<ControllerUnpublishVolumeResponse>, Status> {
+        self.call("ControllerUnpublishVolume", request, publish::unpublish).await
+    }
+
     async fn controller_modify_volume(
         &self,
         request: Request<ControllerModifyVolumeRequest>,
@@ -130,6 +146,9 @@ fn capabilities(
     ];
     if shared.config.mutable_parameters.enabled() {
         kinds.push(rpc::Type::ModifyVolume);
+    }
+    if shared.config.attach_required {
+        kinds.push(rpc::Type::PublishUnpublishVolume);
     }
     let capabilities = kinds
         .into_iter()

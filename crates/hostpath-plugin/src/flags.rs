@@ -46,6 +46,11 @@ pub struct Flags {
     #[arg(long, default_value = DEFAULT_ACCEPTED)]
     pub accepted_mutable_parameters: String,
 
+    /// Advertise PUBLISH_UNPUBLISH_VOLUME and answer ControllerPublishVolume/ControllerUnpublishVolume, as a driver
+    /// whose CSIDriver says attachRequired: true (the calls check the volume and record nothing).
+    #[arg(long)]
+    pub attach_required: bool,
+
     /// JSON file of faults to inject, re-read when it changes; a missing file means no faults.
     #[arg(long)]
     pub fault_config: Option<PathBuf>,
@@ -66,6 +71,7 @@ impl Flags {
             capacity: self.capacity,
             mutable_parameters: MutableParameterPolicy::from_flag(&self.accepted_mutable_parameters),
             fault_config: self.fault_config.clone(),
+            attach_required: self.attach_required,
         }
     }
 

@@ -21,6 +21,7 @@ pub mod node;
 pub mod paging;
 pub mod plugin;
 pub mod prng;
+pub mod publish;
 pub mod server;
 pub mod snapshots;
 pub mod state;

@@ -25,6 +25,8 @@ pub struct Config {
     pub capacity: i64,
     pub mutable_parameters: MutableParameterPolicy,
     pub fault_config: Option<PathBuf>,
+    /// `--attach-required`: ControllerPublishVolume and ControllerUnpublishVolume are served and advertised.
+    pub attach_required: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -44,6 +44,7 @@ impl TestPlugin {
             capacity: 100 * GI,
             mutable_parameters: MutableParameterPolicy::from_flag(DEFAULT_ACCEPTED),
             fault_config: Some(dir.path().join("faults.json")),
+            attach_required: false,
         };
         adjust(&mut config);
         let socket = dir.path().join("csi.sock");

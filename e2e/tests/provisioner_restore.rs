@@ -225,3 +225,37 @@ async fn provisioner_sweeps_orphaned_snapshot_protection_but_keeps_it_for_pendin
     .await;
     delete_contents(&world, &[&orphan, &wanted]).await;
 }
+
+#[tokio::test]
+async fn provisioner_crash_during_a_restore_of_a_deleted_claim_leaks_nothing() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = world("prov-restore-crash", &[fault_flag.as_str()]).await;
+    let class = world.class("crash", &[], "Delete").await;
+    let mut provisioner = world.start_provisioner("csi-provisioner", &[]);
+    let origin = origin_volume(&world, &class).await;
+    let (handle, size) = plugin_snapshot(&world, "snap-origin", &origin);
+    let content = bound_snapshot(&world, "snap", &handle, size, None, true).await;
+
+    // The restore's CreateVolume makes the volume but its answer is lost; then the provisioner dies and the user
+    // gives up on the claim.
+    std::fs::write(faults.path(), r#"{"CreateVolume": {"code": "DeadlineExceeded", "after_work": true}}"#).unwrap();
+    world.claim_object(restore_claim("doomed", &class, "snap", None)).await;
+    eventually("the driver restored the volume", TIMEOUT, || async { world.plugin_volumes().len() == 2 }).await;
+    let snapshot = snapshots(&world).get("snap").await.unwrap();
+    assert!(has_finalizer(&snapshot.metadata, SOURCE_PROTECTION), "the snapshot is protected while in flight");
+    provisioner.kill9();
+    world.claims().delete("doomed", &DeleteParams::default()).await.unwrap();
+
+    std::fs::write(faults.path(), "{}").unwrap();
+    let _restarted = world.start_provisioner("csi-provisioner-restarted", &[]);
+    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("doomed").await.unwrap().is_none() })
+        .await;
+    assert_eq!(world.plugin_volumes(), vec![origin.clone()], "only the origin volume is left");
+    eventually("the snapshot's protection is lifted", TIMEOUT, || async {
+        let snapshot = snapshots(&world).get("snap").await.unwrap();
+        !has_finalizer(&snapshot.metadata, SOURCE_PROTECTION)
+    })
+    .await;
+    delete_contents(&world, &[&content]).await;
+}

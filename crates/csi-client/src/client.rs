@@ -31,6 +31,8 @@ pub struct CsiClient {
     timeout: Duration,
     metrics: OperationMetrics,
     max_log_length: usize,
+    /// Calls serve an in-tree volume (CSI migration): recorded in the metrics' `migrated` label.
+    migrated: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +59,18 @@ macro_rules! rpc {
 
 impl CsiClient {
     pub fn new(connection: &Connection, timeout: Duration, metrics: OperationMetrics) -> Self {
-        CsiClient { channel: connection.channel.clone(), timeout, metrics, max_log_length: DEFAULT_MAX_LOG_LENGTH }
+        CsiClient {
+            channel: connection.channel.clone(),
+            timeout,
+            metrics,
+            max_log_length: DEFAULT_MAX_LOG_LENGTH,
+            migrated: false,
+        }
+    }
+
+    /// The same client for calls that serve a volume of the in-tree plugin the driver replaces (CSI migration).
+    pub fn for_migrated_volume(&self) -> CsiClient {
+        CsiClient { migrated: true, ..self.clone() }
     }
 
     /// Caps logged responses at `max` characters (0 = no cap).
@@ -100,11 +113,11 @@ impl CsiClient {
         let elapsed = started.elapsed();
         match &outcome {
             Ok(response) => {
-                self.metrics.observe(method, go_code_name(tonic::Code::Ok), elapsed);
+                self.metrics.observe(method, go_code_name(tonic::Code::Ok), elapsed, self.migrated);
                 tracing::debug!(method, ?elapsed, response = %capped(format!("{response:?}"), self.max_log_length), "CSI call succeeded");
             }
             Err(err) => {
-                self.metrics.observe(method, err.metric_code(), elapsed);
+                self.metrics.observe(method, err.metric_code(), elapsed, self.migrated);
                 tracing::debug!(method, ?elapsed, error = %err, "CSI call failed");
             }
         }

@@ -5,7 +5,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
@@ -16,11 +16,26 @@ pub const BUCKETS: [f64; 13] = [0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 25.0,
 /// Recorded as the driver name until GetPluginInfo has answered.
 pub const UNKNOWN_DRIVER: &str = "unknown-driver";
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct OperationLabels {
     driver_name: String,
     method_name: String,
     grpc_status_code: String,
+    /// `"true"`/`"false"` for sidecars of drivers that take over an in-tree plugin; no label otherwise.
+    migrated: Option<&'static str>,
+}
+
+// Written by hand rather than derived: the `migrated` label must be absent, not empty, for other drivers.
+impl EncodeLabelSet for OperationLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        ("driver_name", self.driver_name.as_str()).encode(encoder.encode_label())?;
+        ("method_name", self.method_name.as_str()).encode(encoder.encode_label())?;
+        ("grpc_status_code", self.grpc_status_code.as_str()).encode(encoder.encode_label())?;
+        if let Some(migrated) = self.migrated {
+            ("migrated", migrated).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
 }
 
 /// Durations of CSI calls by driver, full gRPC method path and Go-style code.
@@ -28,6 +43,8 @@ struct OperationLabels {
 pub struct OperationMetrics {
     family: Family<OperationLabels, Histogram>,
     driver_name: Arc<RwLock<String>>,
+    /// Whether every observation carries the `migrated` label (as upstream's `WithMigration`).
+    migration_label: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for OperationMetrics {
@@ -41,6 +58,7 @@ impl Default for OperationMetrics {
         OperationMetrics {
             family: Family::new_with_constructor(|| Histogram::new(BUCKETS)),
             driver_name: Arc::new(RwLock::new(UNKNOWN_DRIVER.to_string())),
+            migration_label: Arc::default(),
         }
     }
 }
@@ -66,12 +84,21 @@ impl OperationMetrics {
         self.driver_name.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Records one call: `method` is the full gRPC path, `code` the Go-style name.
-    pub fn observe(&self, method: &str, code: &str, elapsed: Duration) {
+    /// From now on every observation carries `migrated="true"` or `migrated="false"`: the driver takes over an
+    /// in-tree plugin (CSI migration).
+    pub fn enable_migration_label(&self) {
+        self.migration_label.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Records one call: `method` is the full gRPC path, `code` the Go-style name, `migrated` whether the call
+    /// serves an in-tree volume (shown only with [`Self::enable_migration_label`]).
+    pub fn observe(&self, method: &str, code: &str, elapsed: Duration, migrated: bool) {
+        let labelled = self.migration_label.load(std::sync::atomic::Ordering::Relaxed);
         let labels = OperationLabels {
             driver_name: self.driver_name(),
             method_name: method.to_string(),
             grpc_status_code: code.to_string(),
+            migrated: labelled.then_some(if migrated { "true" } else { "false" }),
         };
         self.family.get_or_create(&labels).observe(elapsed.as_secs_f64());
     }
@@ -92,9 +119,9 @@ mod tests {
     fn exposes_upstream_name_labels_and_buckets() {
         let mut registry = Registry::default();
         let metrics = OperationMetrics::register(&mut registry);
-        metrics.observe("/csi.v1.Identity/GetPluginInfo", "OK", Duration::from_millis(30));
+        metrics.observe("/csi.v1.Identity/GetPluginInfo", "OK", Duration::from_millis(30), false);
         metrics.set_driver_name("hostpath.csi.k8s.io");
-        metrics.observe("/csi.v1.Controller/CreateVolume", "DeadlineExceeded", Duration::from_secs(3));
+        metrics.observe("/csi.v1.Controller/CreateVolume", "DeadlineExceeded", Duration::from_secs(3), true);
 
         let text = render(&registry);
         assert!(text.contains("# HELP csi_sidecar_operations_seconds [ALPHA] Container Storage Interface operation duration with gRPC error code status total"), "{text}");
@@ -111,5 +138,19 @@ mod tests {
                 "bucket {bound} missing: {text}"
             );
         }
+        assert!(!text.contains("migrated"), "no migrated label unless asked for: {text}");
+    }
+
+    #[test]
+    fn migration_label_follows_each_call() {
+        let mut registry = Registry::default();
+        let metrics = OperationMetrics::register(&mut registry);
+        metrics.set_driver_name("ebs.csi.aws.com");
+        metrics.enable_migration_label();
+        metrics.observe("/csi.v1.Controller/CreateVolume", "OK", Duration::from_millis(30), true);
+        metrics.observe("/csi.v1.Controller/DeleteVolume", "OK", Duration::from_millis(30), false);
+        let text = render(&registry);
+        assert!(text.contains(r#"csi_sidecar_operations_seconds_count{driver_name="ebs.csi.aws.com",method_name="/csi.v1.Controller/CreateVolume",grpc_status_code="OK",migrated="true"} 1"#), "{text}");
+        assert!(text.contains(r#"csi_sidecar_operations_seconds_count{driver_name="ebs.csi.aws.com",method_name="/csi.v1.Controller/DeleteVolume",grpc_status_code="OK",migrated="false"} 1"#), "{text}");
     }
 }

@@ -13,6 +13,7 @@ use crate::SnapshotError;
     group = "snapshot.storage.k8s.io",
     version = "v1",
     kind = "VolumeSnapshot",
+    doc = "A user's request for a snapshot of a PersistentVolumeClaim, or a claim on a pre-provisioned snapshot.",
     plural = "volumesnapshots",
     singular = "volumesnapshot",
     shortname = "vs",

@@ -13,6 +13,7 @@ use crate::DeletionPolicy;
     group = "snapshot.storage.k8s.io",
     version = "v1",
     kind = "VolumeSnapshotClass",
+    doc = "How VolumeSnapshots of one CSI driver are taken: its parameters and deletion policy.",
     plural = "volumesnapshotclasses",
     singular = "volumesnapshotclass",
     shortname = "vsclass",

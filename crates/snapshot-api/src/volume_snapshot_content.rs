@@ -13,6 +13,7 @@ use crate::SnapshotError;
     group = "snapshot.storage.k8s.io",
     version = "v1",
     kind = "VolumeSnapshotContent",
+    doc = "A snapshot taken by a CSI driver, as the storage system has it; bound to one VolumeSnapshot.",
     plural = "volumesnapshotcontents",
     singular = "volumesnapshotcontent",
     shortname = "vsc",

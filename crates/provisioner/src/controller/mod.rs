@@ -5,12 +5,14 @@
 //! - [`provision`]: the claim worker (keyed by claim UID): CreateVolume and the PV, and the recovery of volumes
 //!   whose claim was deleted mid-call (the provisioning-protection finalizer).
 //! - [`delete`]: the volume worker (keyed by PV name): the reclaim-policy finalizer and DeleteVolume.
+//! - [`ownership`]: `--node-deployment` with Immediate binding: the race between the instances for a claim.
 //! - [`metrics`]: `controller_persistentvolumeclaim_provision_*` and `controller_persistentvolume_delete_*`.
 //!
 //! No business rule lives here: every decision is a call into `translate`.
 
 mod delete;
 pub mod metrics;
+mod ownership;
 mod provision;
 mod stores;
 
@@ -65,6 +67,10 @@ struct Shared {
     volumes: WorkQueue<String>,
     /// Per claim UID: what the topology was computed from, so that retries send the same requirements (item 41).
     pins: Mutex<HashMap<String, TopologyPin>>,
+    /// `--node-deployment`: per claim UID, the tries at becoming its owner so far (the backoff of item 72).
+    ownership_attempts: Mutex<HashMap<String, u32>>,
+    /// Fires when the controllers stop, so that a worker waiting to own a claim gives up at once.
+    stopping: CancellationToken,
     metrics: ProvisioningMetrics,
 }
 
@@ -88,7 +94,8 @@ impl Controller {
                 None => WorkQueue::new(name, retry),
             }
         }
-        let stores = Stores::new(provisioner.supports_topology());
+        // Node mode takes its topology from NodeGetInfo, not from watching every Node (item 70).
+        let stores = Stores::new(provisioner.supports_topology() && provisioner.node_deployment.is_none());
         let shared = Shared {
             client,
             csi,
@@ -99,6 +106,8 @@ impl Controller {
             claims: queue("claims", options.retry, queue_metrics),
             volumes: queue("volumes", options.retry, queue_metrics),
             pins: Mutex::default(),
+            ownership_attempts: Mutex::default(),
+            stopping: CancellationToken::new(),
             metrics,
         };
         Controller { shared: Arc::new(shared) }
@@ -107,6 +116,13 @@ impl Controller {
     /// Watches, then works until `stop` fires; returns once in-flight work has finished.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared.clone();
+        {
+            let (stop, stopping) = (stop.clone(), shared.stopping.clone());
+            tokio::spawn(async move {
+                stop.cancelled().await;
+                stopping.cancel();
+            });
+        }
         let watching = stores::watch_all(shared.clone());
         tokio::pin!(watching);
         tokio::select! {

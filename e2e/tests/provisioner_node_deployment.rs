@@ -51,12 +51,17 @@ struct World {
 impl World {
     /// Starts both nodes; `plugin_args` gives extra plugin flags per node (e.g. a small `--capacity`).
     async fn new(prefix: &str, plugin_args: [&[&str]; 2]) -> World {
+        World::with_delays(prefix, plugin_args, ["1s", "1s"], "2s").await
+    }
+
+    /// [`World::new`] with each node's `--node-deployment-base-delay` and a common `--node-deployment-max-delay`.
+    async fn with_delays(prefix: &str, plugin_args: [&[&str]; 2], base_delays: [&str; 2], max_delay: &str) -> World {
         let client = Cluster::shared().client().await;
         let ns = TestNamespace::create(&client, prefix).await;
         let driver = format!("{}.csi.e2e", ns.name());
         let mut scenario = Scenario::new(&format!("node-deployment-{prefix}"));
         let mut nodes = Vec::new();
-        for (node, extra) in NODES.into_iter().zip(plugin_args) {
+        for ((node, extra), base_delay) in NODES.into_iter().zip(plugin_args).zip(base_delays) {
             let socket = scenario.path(&format!("{node}.sock"));
             let mut args = vec![
                 format!("--endpoint=unix://{}", socket.display()),
@@ -70,7 +75,7 @@ impl World {
             let provisioner = scenario.start_with_env(
                 &format!("provisioner-{node}"),
                 &binary("csi-provisioner"),
-                &provisioner_args(&socket),
+                &provisioner_args(&socket, base_delay, max_delay),
                 &[("NODE_NAME", node), ("POD_NAME", &format!("csi-provisioner-{node}"))],
             );
             nodes.push(NodeInstance { name: node, socket, _plugin: plugin, provisioner });
@@ -185,13 +190,13 @@ impl Drop for World {
     }
 }
 
-fn provisioner_args(socket: &Path) -> Vec<String> {
+fn provisioner_args(socket: &Path, base_delay: &str, max_delay: &str) -> Vec<String> {
     vec![
         format!("--csi-address={}", socket.display()),
         format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
         "--node-deployment".to_string(),
-        "--node-deployment-base-delay=1s".to_string(),
-        "--node-deployment-max-delay=2s".to_string(),
+        format!("--node-deployment-base-delay={base_delay}"),
+        format!("--node-deployment-max-delay={max_delay}"),
         "--retry-interval-start=500ms".to_string(),
         "--retry-interval-max=5s".to_string(),
         "-v=5".to_string(),
@@ -268,9 +273,22 @@ async fn late_binding_claim_is_provisioned_by_the_selected_nodes_provisioner() {
 
 #[tokio::test]
 async fn immediate_claims_get_exactly_one_owner_each() {
-    let mut world = World::new("nd-immediate", [&[], &[]]).await;
+    let world = World::new("nd-immediate", [&[], &[]]).await;
+    each_claim_gets_one_owner(world, 6).await;
+}
+
+#[tokio::test]
+async fn simultaneous_ownership_attempts_still_give_one_owner() {
+    // Waits of at most 10ms: the instances mostly write at the same moment, and Conflicts decide.
+    let world = World::with_delays("nd-contention", [&[], &[]], ["10ms", "10ms"], "40ms").await;
+    each_claim_gets_one_owner(world, 10).await;
+}
+
+/// Creates `count` Immediate claims and checks that each gets exactly one owner, one volume on that owner's
+/// plugin and nothing anywhere else; then deletes them and checks every owner deleted its volumes.
+async fn each_claim_gets_one_owner(mut world: World, count: usize) {
     let class = world.class("Immediate").await;
-    let names: Vec<String> = (0..6).map(|i| format!("claim-{i}")).collect();
+    let names: Vec<String> = (0..count).map(|i| format!("claim-{i}")).collect();
     for name in &names {
         world.claim(name, &class, None).await;
     }
@@ -331,8 +349,8 @@ async fn only_the_owning_node_deletes_a_volume() {
 
 #[tokio::test]
 async fn a_full_node_leaves_immediate_claims_to_the_others() {
-    // node-a's pool is smaller than one 1Mi claim.
-    let mut world = World::new("nd-capacity", [&["--capacity=512Ki"], &[]]).await;
+    // node-a's pool is smaller than one 1Mi claim; its short wait makes it look first.
+    let mut world = World::with_delays("nd-capacity", [&["--capacity=512Ki"], &[]], ["10ms", "1s"], "2s").await;
     let class = world.class("Immediate").await;
     for name in ["big-0", "big-1", "big-2"] {
         world.claim(name, &class, None).await;
@@ -354,7 +372,7 @@ async fn node_deployment_without_node_name_refuses_to_start() {
     let mut provisioner = scenario.start_with_env(
         "provisioner",
         &binary("csi-provisioner"),
-        &provisioner_args(&socket),
+        &provisioner_args(&socket, "1s", "2s"),
         &[("NODE_NAME", "")],
     );
     let started = std::time::Instant::now();

@@ -35,11 +35,11 @@ impl Shared {
         loop {
             let attempts = self.ownership_attempt(&key.uid);
             let delay = ownership_delay(local.base_delay, local.max_delay, attempts, jitter());
-            tracing::debug!(claim = %key.namespace, name = %key.name, ?delay, attempts, "will try to become the claim's owner");
+            tracing::debug!(claim = %key_path(key), ?delay, attempts, "will try to become the claim's owner");
             let claim = match self.wait_for_owner(key, local, delay).await {
                 Waited::Open(claim) => claim,
                 Waited::Settled(why) => {
-                    tracing::debug!(claim = %key.namespace, name = %key.name, why, "not becoming the claim's owner");
+                    tracing::debug!(claim = %key_path(key), why, "not becoming the claim's owner");
                     self.forget_ownership(&key.uid);
                     return Outcome::Done;
                 }
@@ -154,6 +154,10 @@ impl Shared {
     }
 }
 
+fn key_path(key: &ClaimKey) -> String {
+    format!("{}/{}", key.namespace, key.name)
+}
+
 /// A number in [0, 1) from the standard library's randomly keyed hasher: enough to spread the instances' waits.
 fn jitter() -> f64 {
     use std::hash::{BuildHasher, Hasher};
@@ -161,4 +165,17 @@ fn jitter() -> f64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     hasher.write_u128(now.as_nanos());
     (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_is_a_fraction_that_varies() {
+        let samples: Vec<f64> = (0..64).map(|_| jitter()).collect();
+        assert!(samples.iter().all(|j| (0.0..1.0).contains(j)), "{samples:?}");
+        let distinct: std::collections::BTreeSet<u64> = samples.iter().map(|j| j.to_bits()).collect();
+        assert!(distinct.len() > 32, "waits would not spread: {samples:?}");
+    }
 }

@@ -13,7 +13,7 @@ use crate::error::{CallError, go_code_name};
 use crate::metrics::OperationMetrics;
 use crate::proto::{
     self, controller_client::ControllerClient, group_controller_client::GroupControllerClient,
-    identity_client::IdentityClient,
+    identity_client::IdentityClient, node_client::NodeClient,
 };
 use crate::redact::capped;
 
@@ -134,6 +134,8 @@ impl CsiClient {
     rpc!(group_controller_get_capabilities_raw, GroupControllerClient, "GroupController",
         "GroupControllerGetCapabilities", group_controller_get_capabilities,
         proto::GroupControllerGetCapabilitiesRequest => proto::GroupControllerGetCapabilitiesResponse);
+
+    rpc!(node_get_info, NodeClient, "Node", "NodeGetInfo", node_get_info, proto::NodeGetInfoRequest => proto::NodeGetInfoResponse);
 
     rpc!(create_volume, ControllerClient, "Controller", "CreateVolume", create_volume,
         proto::CreateVolumeRequest => proto::CreateVolumeResponse);

@@ -6,9 +6,11 @@
 
 use std::time::Duration;
 
+use csi_client::proto::NodeGetInfoResponse;
 use sidecar_runtime::flags::{go_bool, go_duration};
 use sidecar_runtime::{CommonArgs, RetryArgs};
 
+use crate::translate::node_deployment::NodeDeployment;
 use crate::translate::provisioner::{FeatureGates, Provisioner};
 
 /// `--feature-gates` names the provisioner knows.
@@ -87,16 +89,16 @@ pub struct Args {
     /// Burst of CSIStorageCapacity writes (not supported yet).
     #[arg(long, default_value_t = 5)]
     pub kube_api_capacity_burst: u32,
-    /// Distributed provisioning, one provisioner per node (not supported yet).
+    /// Distributed provisioning, one provisioner per node; needs env NODE_NAME.
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
     pub node_deployment: bool,
-    /// In node mode, compete for Immediate claims (not supported yet).
+    /// In node mode, compete for Immediate claims.
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = go_bool)]
     pub node_deployment_immediate_binding: bool,
-    /// In node mode, the initial delay before owning a claim (not supported yet).
+    /// In node mode, the initial delay (jittered) before trying to own an Immediate claim.
     #[arg(long, default_value = "20s", value_parser = go_duration)]
     pub node_deployment_base_delay: Duration,
-    /// In node mode, the ceiling of the ownership backoff (not supported yet).
+    /// In node mode, the ceiling of the ownership backoff.
     #[arg(long, default_value = "60s", value_parser = go_duration)]
     pub node_deployment_max_delay: Duration,
     /// Serve /debug/pprof (a Go facility; accepted, no effect).
@@ -115,6 +117,11 @@ pub struct Args {
     #[arg(long, hide = true)]
     pub log_json_info_buffer_size: Option<String>,
 }
+
+/// `--node-deployment` without the node to serve.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("the NODE_NAME environment variable must be set when using --node-deployment")]
+pub struct MissingNodeName;
 
 /// Upstream flags that no longer exist, and why (reference §2).
 const REMOVED_FLAGS: [(&str, &str); 6] = [
@@ -167,14 +174,32 @@ impl Args {
         provisioner
     }
 
+    /// With `--node-deployment`, the node this instance serves: `node_name_env` (`NODE_NAME`), which must be set
+    /// and non-empty. `None` without the flag.
+    pub fn node_name(&self, node_name_env: Option<String>) -> Result<Option<String>, MissingNodeName> {
+        if !self.node_deployment {
+            return Ok(None);
+        }
+        node_name_env.filter(|n| !n.is_empty()).map(Some).ok_or(MissingNodeName)
+    }
+
+    /// Node mode's settings: the node, what NodeGetInfo said about it, and the `--node-deployment-*` flags.
+    pub fn node_deployment(&self, node_name: String, info: NodeGetInfoResponse) -> NodeDeployment {
+        NodeDeployment {
+            node_name,
+            node_id: info.node_id,
+            topology: info.accessible_topology.map(|t| t.segments.into_iter().collect()).unwrap_or_default(),
+            immediate_binding: self.node_deployment_immediate_binding,
+            base_delay: self.node_deployment_base_delay,
+            max_delay: self.node_deployment_max_delay,
+        }
+    }
+
     /// Flags that ask for something not implemented yet, for a startup warning.
     pub fn unsupported(&self) -> Vec<&'static str> {
         let mut unsupported = Vec::new();
         if self.enable_capacity {
             unsupported.push("--enable-capacity");
-        }
-        if self.node_deployment {
-            unsupported.push("--node-deployment");
         }
         if self.enable_pprof {
             unsupported.push("--enable-pprof");
@@ -258,5 +283,49 @@ mod tests {
         assert!(argv(&["--deletion-retry-count", "3"]).is_some());
         assert_eq!(argv(&["--leader-election", "--timeout=1s"]), None);
         assert_eq!(argv(&["--", "--provisioner"]), None);
+    }
+
+    #[test]
+    fn node_deployment_needs_node_name() {
+        let central = parse(&[]).unwrap();
+        let node_mode = parse(&["--node-deployment"]).unwrap();
+        // (rule, args, NODE_NAME, result)
+        let table = [
+            ("central deployment ignores NODE_NAME", &central, Some("n1"), Ok(None)),
+            ("node mode serves NODE_NAME", &node_mode, Some("n1"), Ok(Some("n1".to_string()))),
+            ("node mode without NODE_NAME fails", &node_mode, None, Err(MissingNodeName)),
+            ("node mode with an empty NODE_NAME fails", &node_mode, Some(""), Err(MissingNodeName)),
+        ];
+        for (rule, args, env, want) in table {
+            assert_eq!(args.node_name(env.map(str::to_string)), want, "{rule}");
+        }
+        assert!(MissingNodeName.to_string().contains("NODE_NAME"));
+        assert!(node_mode.unsupported().is_empty(), "--node-deployment is supported");
+    }
+
+    #[test]
+    fn node_deployment_settings() {
+        let args = parse(&[
+            "--node-deployment",
+            "--node-deployment-immediate-binding=false",
+            "--node-deployment-base-delay=1s",
+            "--node-deployment-max-delay=2s",
+        ])
+        .unwrap();
+        let info = NodeGetInfoResponse {
+            node_id: "id-1".into(),
+            max_volumes_per_node: 0,
+            accessible_topology: Some(csi_client::proto::Topology {
+                segments: [("topology.hostpath.csi/node".to_string(), "n1".to_string())].into(),
+            }),
+        };
+        let local = args.node_deployment("n1".into(), info);
+        assert_eq!((local.node_name.as_str(), local.node_id.as_str()), ("n1", "id-1"));
+        assert_eq!(local.topology.get("topology.hostpath.csi/node").map(String::as_str), Some("n1"));
+        assert!(!local.immediate_binding);
+        assert_eq!((local.base_delay, local.max_delay), (Duration::from_secs(1), Duration::from_secs(2)));
+        let defaults = parse(&["--node-deployment"]).unwrap();
+        let local = defaults.node_deployment("n1".into(), NodeGetInfoResponse::default());
+        assert!(local.immediate_binding && local.topology.is_empty(), "no topology reported, none assumed");
     }
 }

@@ -2,6 +2,7 @@
 //! volumes their reclaim policy lets go. A drop-in for the upstream image: same flags, Lease, events and metrics.
 
 use anyhow::Context;
+use csi_client::proto::NodeGetInfoRequest;
 use provisioner::controller::{self, Controller, Options, ProvisioningMetrics};
 use provisioner::flags::{Args, removed_flag};
 use provisioner::translate::provisioner::provisioner_identity;
@@ -19,6 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let args: Args = sidecar_runtime::flags::parse();
     args.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
     let features = args.feature_gates()?;
+    let node_name = args.node_name(std::env::var("NODE_NAME").ok())?;
     let mut sidecar = Sidecar::start(&args.common).await?;
     for flag in args.unsupported() {
         tracing::warn!(flag, "flag accepted but not supported yet; it has no effect");
@@ -29,8 +31,16 @@ async fn main() -> anyhow::Result<()> {
     let mut provisioner = args.provisioner(&driver, features);
     provisioner.plugin_capabilities = csi.plugin_capabilities().await.context("GetPluginCapabilities")?;
     provisioner.controller_capabilities = csi.controller_capabilities().await.context("ControllerGetCapabilities")?;
+    if let Some(node) = &node_name {
+        let info = csi.node_get_info(NodeGetInfoRequest {}).await.context("NodeGetInfo")?;
+        let local = args.node_deployment(node.clone(), info);
+        tracing::info!(node = %local.node_name, node_id = %local.node_id, topology = ?local.topology,
+            "node deployment: provisioning for this node only, with the topology from NodeGetInfo");
+        provisioner.node_deployment = Some(local);
+    }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    provisioner.identity = provisioner_identity(now.as_millis() as i64, now.subsec_nanos(), &driver, None);
+    provisioner.identity =
+        provisioner_identity(now.as_millis() as i64, now.subsec_nanos(), &driver, node_name.as_deref());
 
     let queue_metrics = QueueMetrics::register(sidecar.registry());
     let metrics = ProvisioningMetrics::register(sidecar.registry());

@@ -18,6 +18,7 @@ use crate::translate::deletion::{
     volume_action,
 };
 use crate::translate::names::{EVENT_VOLUME_FAILED_DELETE, FINALIZER_PV};
+use crate::translate::node_deployment::volume_is_local;
 use crate::translate::refusal::{ClaimEvent, EventType, grpc_error_text};
 use crate::translate::secrets::{Credentials, SecretKind, secret_reference};
 
@@ -31,7 +32,16 @@ impl Shared {
                 self.patch_volume(name, patch).await
             }
             VolumeAction::RemoveFinalizer => self.remove_volume_finalizer(name).await,
-            VolumeAction::Delete { volume_handle } => return self.delete(&volume, &volume_handle).await,
+            VolumeAction::Delete { volume_handle } => {
+                // Node mode: the volume lives on another node, whose instance deletes it (item 63).
+                if let Some(local) = &self.provisioner.node_deployment
+                    && !volume_is_local(&volume, local)
+                {
+                    tracing::trace!(volume = %name, "PV was not provisioned on this node");
+                    return Outcome::Done;
+                }
+                return self.delete(&volume, &volume_handle).await;
+            }
         };
         match result {
             Ok(()) => Outcome::Done,

@@ -7,6 +7,7 @@
 //! - [`snapshot_source`]: restores from VolumeSnapshots, their source-protection finalizer and its orphan sweep.
 //! - [`delete`]: the volume worker (keyed by PV name): the reclaim-policy finalizer and DeleteVolume.
 //! - [`own_writes`]: which claim changes are our own finalizer writes, so they do not defeat a claim's backoff.
+//! - [`ownership`]: `--node-deployment` with Immediate binding: the race between the instances for a claim.
 //! - [`metrics`]: `controller_persistentvolumeclaim_provision_*` and `controller_persistentvolume_delete_*`.
 //!
 //! No business rule lives here: every decision is a call into `translate`.
@@ -14,6 +15,7 @@
 mod delete;
 pub mod metrics;
 mod own_writes;
+mod ownership;
 mod provision;
 mod snapshot_source;
 mod stores;
@@ -74,6 +76,10 @@ struct Shared {
     pins: Mutex<HashMap<String, TopologyPin>>,
     /// Which claim versions the watch shows are our own finalizer writes (see [`own_writes`]).
     own_writes: Mutex<OwnWrites>,
+    /// `--node-deployment`: per claim UID, the tries at becoming its owner so far (the backoff of item 72).
+    ownership_attempts: Mutex<HashMap<String, u32>>,
+    /// Fires when the controllers stop, so that a worker waiting to own a claim gives up at once.
+    stopping: CancellationToken,
     metrics: ProvisioningMetrics,
 }
 
@@ -97,7 +103,8 @@ impl Controller {
                 None => WorkQueue::new(name, retry),
             }
         }
-        let stores = Stores::new(provisioner.supports_topology());
+        // Node mode takes its topology from NodeGetInfo, not from watching every Node (item 70).
+        let stores = Stores::new(provisioner.supports_topology() && provisioner.node_deployment.is_none());
         let shared = Shared {
             client,
             csi,
@@ -109,6 +116,8 @@ impl Controller {
             volumes: queue("volumes", options.retry, queue_metrics),
             pins: Mutex::default(),
             own_writes: Mutex::default(),
+            ownership_attempts: Mutex::default(),
+            stopping: CancellationToken::new(),
             metrics,
         };
         Controller { shared: Arc::new(shared) }
@@ -117,6 +126,13 @@ impl Controller {
     /// Watches, then works until `stop` fires; returns once in-flight work has finished.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared.clone();
+        {
+            let (stop, stopping) = (stop.clone(), shared.stopping.clone());
+            tokio::spawn(async move {
+                stop.cancelled().await;
+                stopping.cancel();
+            });
+        }
         let watching = stores::watch_all(shared.clone());
         tokio::pin!(watching);
         tokio::select! {

@@ -24,6 +24,7 @@ use crate::translate::in_flight::{InFlight, driver_is_done, has_provisioning_fin
 use crate::translate::names::{
     ANN_SELECTED_NODE, EVENT_PROVISIONING_CLEANUP_FAILED, FINALIZER_CLONE_PROTECTION, FINALIZER_PROVISIONING_PROTECTION,
 };
+use crate::translate::node_deployment::{NodeCheck, node_check, tends_in_flight_volume};
 use crate::translate::parameters::deprecation_warnings;
 use crate::translate::persistent_volume::persistent_volume;
 use crate::translate::reference_grant::{ReferenceGrant, check_grant, needs_grant};
@@ -41,9 +42,9 @@ use crate::translate::topology::{TopologyInput, accessibility_requirements};
 const REJECTED_VOLUME_DELETE_ATTEMPTS: usize = 5;
 
 /// A request ready to send, and what else the attempt needs afterwards.
-struct Prepared {
+pub(super) struct Prepared {
     plan: CreateVolumePlan,
-    request: CreateVolumeRequest,
+    pub(super) request: CreateVolumeRequest,
     credentials: Credentials,
     references: SecretReferences,
     /// The claim being cloned, which gets the clone-protection finalizer before the call.
@@ -73,7 +74,7 @@ fn source_refusal(mut refusal: Refusal, source: &DataSource) -> Refusal {
     refusal
 }
 
-fn claim_path(claim: &PersistentVolumeClaim) -> String {
+pub(super) fn claim_path(claim: &PersistentVolumeClaim) -> String {
     format!(
         "{}/{}",
         claim.metadata.namespace.as_deref().unwrap_or_default(),
@@ -99,10 +100,11 @@ impl Shared {
         }
         let own_volume = volume_name(&p.volume_name_prefix, &key.uid, p.volume_name_uuid_length).ok();
         let volume_exists = own_volume.as_deref().is_some_and(|name| self.stores.volume(name).is_some());
+        let in_flight_here = tends_in_flight_volume(&claim, p);
         match in_flight(&claim, p, volume_exists) {
-            InFlight::Release => return self.release_claim(&claim).await,
-            InFlight::Recover => return self.recover(&claim).await,
-            InFlight::Nothing => {}
+            InFlight::Release if in_flight_here => return self.release_claim(&claim).await,
+            InFlight::Recover if in_flight_here => return self.recover(&claim).await,
+            _ => {}
         }
         if claim.metadata.deletion_timestamp.is_some() {
             return Outcome::Done;
@@ -118,10 +120,20 @@ impl Shared {
                 tracing::info!(claim = %claim_path(&claim), %message, "cannot provision yet");
                 Outcome::Retry
             }
-            ClaimDecision::Provision { selected_node } => match class {
-                Some(class) => self.provision(&claim, &class, selected_node.as_deref()).await,
-                None => Outcome::Retry,
-            },
+            ClaimDecision::Provision { selected_node } => {
+                let Some(class) = class else { return Outcome::Retry };
+                if let Some(local) = &p.node_deployment {
+                    match node_check(selected_node.as_deref(), &class, p) {
+                        NodeCheck::Provision => {}
+                        NodeCheck::Compete => return self.become_owner(key, &class, local).await,
+                        NodeCheck::NotOurs(reason) => {
+                            tracing::trace!(claim = %claim_path(&claim), %reason, "not this node's claim");
+                            return Outcome::Done;
+                        }
+                    }
+                }
+                self.provision(&claim, &class, selected_node.as_deref()).await
+            }
         }
     }
 
@@ -207,7 +219,7 @@ impl Shared {
     }
 
     /// Everything before the call: plan, content source, topology, secrets, VolumeAttributesClass, request.
-    async fn prepare(
+    pub(super) async fn prepare(
         &self,
         claim: &PersistentVolumeClaim,
         class: &StorageClass,
@@ -303,8 +315,10 @@ impl Shared {
         class: &StorageClass,
         node: Option<&str>,
     ) -> Result<Option<TopologyRequirement>, Refusal> {
-        let csi_nodes = cached(&self.stores.csi_nodes);
-        let nodes = cached(&self.stores.nodes);
+        let (csi_nodes, nodes) = match &self.provisioner.node_deployment {
+            Some(local) => (vec![local.local_csi_node(&self.provisioner.driver_name)], vec![local.local_node()]),
+            None => (cached(&self.stores.csi_nodes), cached(&self.stores.nodes)),
+        };
         let input = TopologyInput {
             driver_name: &self.provisioner.driver_name,
             claim_name: claim.metadata.name.as_deref().unwrap_or_default(),
@@ -472,7 +486,7 @@ impl Shared {
         }
     }
 
-    fn claims_api(&self, claim: &PersistentVolumeClaim) -> Api<PersistentVolumeClaim> {
+    pub(super) fn claims_api(&self, claim: &PersistentVolumeClaim) -> Api<PersistentVolumeClaim> {
         Api::namespaced(self.client.clone(), claim.metadata.namespace.as_deref().unwrap_or_default())
     }
 

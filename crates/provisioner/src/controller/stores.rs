@@ -22,7 +22,7 @@ pub struct Stores {
     pub claims: Store<PersistentVolumeClaim>,
     pub volumes: Store<PersistentVolume>,
     pub classes: Store<StorageClass>,
-    /// Only when the driver supports topology (item 44).
+    /// Only when the driver supports topology (item 44), and never in node mode (item 70).
     pub csi_nodes: Option<Store<CSINode>>,
     pub nodes: Option<Store<Node>>,
     writers: std::sync::Mutex<Option<Writers>>,
@@ -159,6 +159,7 @@ pub async fn watch_all(shared: Arc<Shared>) {
                 if let Some(uid) = claim.metadata.uid.as_deref() {
                     shared.forget_pin(uid);
                     shared.own_writes().forget(uid);
+                    shared.forget_ownership(uid);
                 }
                 if let Some(source) = clone_source_key(&shared, claim) {
                     shared.claims.add(source);

@@ -11,6 +11,7 @@
 //!
 //! Around it, [`in_flight`] says what the provisioning-protection finalizer asks for (beyond upstream: no volume is
 //! leaked when the claim goes away mid-call), and [`deletion`] decides what happens to a PersistentVolume.
+//! [`node_deployment`] adds the rules of `--node-deployment`: which node's claims and volumes are this instance's.
 
 pub mod access_modes;
 pub mod claim_filter;
@@ -20,6 +21,7 @@ pub mod data_source;
 pub mod deletion;
 pub mod in_flight;
 pub mod names;
+pub mod node_deployment;
 pub mod parameters;
 pub mod persistent_volume;
 pub mod provisioner;

@@ -2,6 +2,8 @@
 
 use csi_client::capabilities::{ControllerCapabilities, ControllerCapability, PluginCapabilities, PluginService};
 
+use super::node_deployment::NodeDeployment;
+
 /// The provisioner's feature gates (`--feature-gates`), with upstream defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FeatureGates {
@@ -47,6 +49,8 @@ pub struct Provisioner {
     pub plugin_capabilities: PluginCapabilities,
     pub controller_capabilities: ControllerCapabilities,
     pub features: FeatureGates,
+    /// `--node-deployment`: this instance's node; `None` for the usual central deployment.
+    pub node_deployment: Option<NodeDeployment>,
 }
 
 impl Provisioner {
@@ -67,6 +71,7 @@ impl Provisioner {
             plugin_capabilities: PluginCapabilities::default(),
             controller_capabilities: ControllerCapabilities::default(),
             features: FeatureGates::default(),
+            node_deployment: None,
         }
     }
 

@@ -6,6 +6,7 @@
 //! bounded timeouts, and on failure prints the logs of every process it started.
 
 mod cluster;
+mod http;
 mod namespace;
 mod process;
 pub mod provisioner_world;
@@ -14,6 +15,7 @@ mod snapshot_crds;
 mod wait;
 
 pub use cluster::{Cluster, repo_root};
+pub use http::{free_port, http_get};
 pub use namespace::TestNamespace;
 pub use process::{Process, Scenario, binary};
 pub use reference_grant_crd::install_reference_grant_crd;

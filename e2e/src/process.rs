@@ -134,6 +134,18 @@ impl Process {
             _ => None,
         }
     }
+
+    /// Waits up to `timeout` for the process to end on its own; returns its exit code, or panics.
+    pub async fn wait_exit(&mut self, timeout: std::time::Duration) -> i32 {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(code) = self.exited() {
+                return code;
+            }
+            assert!(started.elapsed() < timeout, "{} is still running after {timeout:?}", self.name);
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
 }
 
 impl Drop for Process {

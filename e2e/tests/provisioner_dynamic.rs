@@ -7,7 +7,7 @@ use csi_sidecars_e2e::provisioner_world::{
     PLUGIN_NODE, PROVISIONING_FINALIZER, PV_FINALIZER, ProvisionerWorld as World, TIMEOUT, TOPOLOGY_KEY, claim,
     has_finalizer, plugin_volume_contexts, plugin_volume_rows,
 };
-use csi_sidecars_e2e::{binary, eventually};
+use csi_sidecars_e2e::{binary, eventually, free_port, http_get};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, TypedLocalObjectReference};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
@@ -350,7 +350,7 @@ async fn provisioner_retries_failed_deletions_and_reports_them() {
     let fault_flag = format!("--fault-config={}", fault_path.display());
     let mut world = World::new("prov-delfail", &[fault_flag.as_str()]).await;
     let class = world.class("delfail", &[], "Delete").await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
     let _provisioner = world.start_provisioner("csi-provisioner", &[endpoint.as_str()]);
 
@@ -386,17 +386,6 @@ async fn provisioner_retries_failed_deletions_and_reports_them() {
     ] {
         assert!(metrics.contains(name), "missing {name} in /metrics:\n{metrics}");
     }
-}
-
-/// A plain HTTP/1.1 GET on loopback; returns the body.
-async fn http_get(port: u16, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect to the HTTP endpoint");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    response
 }
 
 #[tokio::test]
@@ -510,7 +499,7 @@ async fn provisioner_waits_the_slow_retry_after_an_infeasible_error() {
     let fault_flag = format!("--fault-config={}", faults.path().display());
     let mut world = World::new("prov-slow", &[fault_flag.as_str()]).await;
     let class = world.class("slow", &[], "Delete").await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
     // --retry-interval-max=5s (the world's): the claim is tried again after 5 s, not sooner.
     let _provisioner = world.start_provisioner("csi-provisioner", &[endpoint.as_str()]);

@@ -375,15 +375,7 @@ async fn node_deployment_without_node_name_refuses_to_start() {
         &provisioner_args(&socket, "1s", "2s"),
         &[("NODE_NAME", "")],
     );
-    let started = std::time::Instant::now();
-    let code = loop {
-        if let Some(code) = provisioner.exited() {
-            break code;
-        }
-        assert!(started.elapsed() < TIMEOUT, "the provisioner is still running");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_ne!(code, 0, "exit status");
+    assert_ne!(provisioner.wait_exit(TIMEOUT).await, 0, "exit status");
     let log = provisioner.log();
     assert!(log.contains("NODE_NAME") && log.contains("--node-deployment"), "log names the variable: {log}");
 }

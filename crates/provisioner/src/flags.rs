@@ -1,6 +1,6 @@
 //! The csi-provisioner command line: every upstream flag with its upstream default (reference §2).
 //!
-//! Flags whose feature is not implemented yet are accepted so that existing manifests keep working, and a warning
+//! Flags for Go facilities (`--enable-pprof`) are accepted so that existing manifests keep working, and a warning
 //! names them when they ask for something ([`Args::unsupported`]). Flags upstream removed are refused with a message
 //! naming them ([`removed_flag`]).
 
@@ -71,22 +71,22 @@ pub struct Args {
     /// Refuse snapshot restores that change the volume mode unless the content allows it.
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = go_bool)]
     pub prevent_volume_mode_conversion: bool,
-    /// Publish CSIStorageCapacity objects (not supported yet).
+    /// Publish CSIStorageCapacity objects (needs $NAMESPACE, and $POD_NAME for an owner).
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
     pub enable_capacity: bool,
-    /// Also publish capacity for Immediate classes (not supported yet).
+    /// Also publish capacity for Immediate classes.
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
     pub capacity_for_immediate_binding: bool,
-    /// Period of the GetCapacity refresh (not supported yet).
+    /// Period of the GetCapacity refresh.
     #[arg(long, default_value = "1m", value_parser = go_duration)]
     pub capacity_poll_interval: Duration,
-    /// Owner of the capacity objects (not supported yet).
+    /// Owner of the capacity objects: -1 none, 0 the pod, 1 its controller (StatefulSet, DaemonSet, ReplicaSet), 2 the next.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub capacity_ownerref_level: i32,
-    /// Rate limit of CSIStorageCapacity writes (not supported yet).
+    /// Rate limit of CSIStorageCapacity writes (a client of their own).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub kube_api_capacity_qps: f32,
-    /// Burst of CSIStorageCapacity writes (not supported yet).
+    /// Burst of CSIStorageCapacity writes.
     #[arg(long, default_value_t = 5)]
     pub kube_api_capacity_burst: u32,
     /// Distributed provisioning, one provisioner per node; needs env NODE_NAME.
@@ -122,6 +122,23 @@ pub struct Args {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("the NODE_NAME environment variable must be set when using --node-deployment")]
 pub struct MissingNodeName;
+
+/// `--enable-capacity` without the environment it needs.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MissingCapacityEnv {
+    #[error("need NAMESPACE env variable for CSIStorageCapacity objects")]
+    Namespace,
+    #[error("need POD_NAME env variable to determine CSIStorageCapacity owner (or --capacity-ownerref-level=-1)")]
+    PodName,
+}
+
+/// Where capacity objects go and whose they are: `$NAMESPACE`, and `$POD_NAME` with the number of controller
+/// levels to walk up from it (None: no owner).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapacityPlacement {
+    pub namespace: String,
+    pub owner: Option<(String, u32)>,
+}
 
 /// Upstream flags that no longer exist, and why (reference §2).
 const REMOVED_FLAGS: [(&str, &str); 6] = [
@@ -195,12 +212,27 @@ impl Args {
         }
     }
 
-    /// Flags that ask for something not implemented yet, for a startup warning.
+    /// With `--enable-capacity`: the namespace and owner of the capacity objects, from the environment.
+    pub fn capacity_placement(
+        &self,
+        namespace_env: Option<String>,
+        pod_name_env: Option<String>,
+    ) -> Result<Option<CapacityPlacement>, MissingCapacityEnv> {
+        if !self.enable_capacity {
+            return Ok(None);
+        }
+        let namespace = namespace_env.filter(|n| !n.is_empty()).ok_or(MissingCapacityEnv::Namespace)?;
+        let owner = match u32::try_from(self.capacity_ownerref_level) {
+            // Negative: no owner.
+            Err(_) => None,
+            Ok(levels) => Some((pod_name_env.filter(|p| !p.is_empty()).ok_or(MissingCapacityEnv::PodName)?, levels)),
+        };
+        Ok(Some(CapacityPlacement { namespace, owner }))
+    }
+
+    /// Flags that ask for something this implementation does not have, for a startup warning.
     pub fn unsupported(&self) -> Vec<&'static str> {
         let mut unsupported = Vec::new();
-        if self.enable_capacity {
-            unsupported.push("--enable-capacity");
-        }
         if self.enable_pprof {
             unsupported.push("--enable-pprof");
         }
@@ -259,7 +291,7 @@ mod tests {
         assert_eq!(args.timeout, Duration::from_secs(30));
         assert!(args.extra_create_metadata && !args.immediate_topology);
         assert!(!args.feature_gates().unwrap().topology);
-        assert_eq!(args.unsupported(), vec!["--enable-capacity"]);
+        assert!(args.unsupported().is_empty(), "--enable-capacity is supported");
         let provisioner = args.provisioner("d", args.feature_gates().unwrap());
         assert_eq!(provisioner.volume_name_uuid_length, 8);
         assert_eq!(provisioner.default_fs_type, "ext4");
@@ -327,5 +359,29 @@ mod tests {
         let defaults = parse(&["--node-deployment"]).unwrap();
         let local = defaults.node_deployment("n1".into(), NodeGetInfoResponse::default());
         assert!(local.immediate_binding && local.topology.is_empty(), "no topology reported, none assumed");
+    }
+
+    #[test]
+    fn capacity_placement_comes_from_the_environment() {
+        let env = |v: Option<&str>| v.map(str::to_string);
+        let off = parse(&[]).unwrap();
+        let owned = parse(&["--enable-capacity"]).unwrap();
+        let pod_level = parse(&["--enable-capacity", "--capacity-ownerref-level=0"]).unwrap();
+        let unowned = parse(&["--enable-capacity", "--capacity-ownerref-level=-1"]).unwrap();
+        let placed = |namespace: &str, owner: Option<(&str, u32)>| {
+            Ok(Some(CapacityPlacement { namespace: namespace.into(), owner: owner.map(|(p, l)| (p.into(), l)) }))
+        };
+        // (rule, args, NAMESPACE, POD_NAME, result)
+        let table = [
+            ("capacity off: nothing needed", &off, None, None, Ok(None)),
+            ("65: NAMESPACE is required", &owned, None, Some("p"), Err(MissingCapacityEnv::Namespace)),
+            ("68: the default level 1 needs POD_NAME", &owned, Some("ns"), None, Err(MissingCapacityEnv::PodName)),
+            ("68: level 1", &owned, Some("ns"), Some("p"), placed("ns", Some(("p", 1)))),
+            ("68: level 0", &pod_level, Some("ns"), Some("p"), placed("ns", Some(("p", 0)))),
+            ("68: level -1 needs no pod", &unowned, Some("ns"), None, placed("ns", None)),
+        ];
+        for (rule, args, namespace, pod, want) in table {
+            assert_eq!(args.capacity_placement(env(namespace), env(pod)), want, "{rule}");
+        }
     }
 }

@@ -2,14 +2,17 @@
 //! volumes their reclaim policy lets go. A drop-in for the upstream image: same flags, Lease, events and metrics.
 
 use anyhow::Context;
+use csi_client::capabilities::ControllerCapability;
 use csi_client::proto::NodeGetInfoRequest;
+use provisioner::controller::capacity::{Capacity, CapacityMetrics, CapacityOptions};
+use provisioner::controller::capacity_owner::lookup_owner;
 use provisioner::controller::{self, Controller, Options, ProvisioningMetrics};
 use provisioner::flags::{Args, removed_flag};
+use provisioner::translate::capacity::{Publisher, managed_by};
 use provisioner::translate::provisioner::provisioner_identity;
+use sidecar_runtime::kube_client::{self, KubeClientOptions};
 use sidecar_runtime::leader_election::provisioner_lease_name;
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
-
-/// Upstream waits for the driver's socket forever; this is "forever" in practice.
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -21,9 +24,11 @@ async fn main() -> anyhow::Result<()> {
     args.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
     let features = args.feature_gates()?;
     let node_name = args.node_name(std::env::var("NODE_NAME").ok())?;
+    let capacity_placement =
+        args.capacity_placement(std::env::var("NAMESPACE").ok(), std::env::var("POD_NAME").ok())?;
     let mut sidecar = Sidecar::start(&args.common).await?;
     for flag in args.unsupported() {
-        tracing::warn!(flag, "flag accepted but not supported yet; it has no effect");
+        tracing::warn!(flag, "flag accepted for compatibility; it has no effect here");
     }
 
     let sidecar_runtime::Driver { csi, name: driver, .. } = sidecar.connect_driver(args.timeout).await?;
@@ -50,8 +55,44 @@ async fn main() -> anyhow::Result<()> {
         snapshot_orphan_sweep_interval: args.snapshot_orphan_sweep_interval,
     };
     let events = sidecar.events(controller::event_component(&driver));
-    let controller =
+    let fixed_segment = provisioner.node_deployment.as_ref().map(|local| local.topology.clone());
+    let has_get_capacity = provisioner.has(ControllerCapability::GetCapacity);
+    let mut controller =
         Controller::new(sidecar.client(), csi, provisioner, events, options, Some(&queue_metrics), metrics);
+    if let Some(placement) = capacity_placement {
+        if !has_get_capacity {
+            tracing::warn!(
+                "--enable-capacity: the driver does not advertise GET_CAPACITY; its GetCapacity calls will fail"
+            );
+        }
+        let owner = match &placement.owner {
+            Some((pod, levels)) => {
+                let owner = lookup_owner(&sidecar.client(), &placement.namespace, pod, *levels).await?;
+                tracing::info!(api_version = %owner.api_version, kind = %owner.kind, name = %owner.name,
+                    "owner of CSIStorageCapacity objects");
+                Some(owner)
+            }
+            None => None,
+        };
+        let publisher = Publisher {
+            driver: driver.clone(),
+            managed_by: managed_by(node_name.as_deref()),
+            namespace: placement.namespace,
+            owner,
+        };
+        let options = CapacityOptions {
+            publisher,
+            poll_interval: args.capacity_poll_interval,
+            immediate_binding: args.capacity_for_immediate_binding,
+            threads: args.capacity_threads,
+            fixed_segment,
+        };
+        // Capacity writes get a client of their own with a low rate limit (upstream PR #711).
+        let config = kube_client::config(&KubeClientOptions::from_args(&args.common)).await?;
+        let client = kube_client::client_from_config(config, args.kube_api_capacity_qps, args.kube_api_capacity_burst)?;
+        let metrics = CapacityMetrics::register(sidecar.registry());
+        controller = controller.with_capacity(Capacity::new(client, options, metrics));
+    }
 
     if let Some(address) = sidecar.serve_http().await? {
         tracing::info!(%address, "serving metrics and health checks");

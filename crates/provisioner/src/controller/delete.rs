@@ -81,6 +81,7 @@ impl Shared {
         }
         tracing::info!(volume = %name, "volume deleted");
         self.metrics.deleted(&class, started.elapsed());
+        self.capacity_changed();
         Outcome::Done
     }
 

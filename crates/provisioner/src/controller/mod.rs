@@ -8,10 +8,13 @@
 //! - [`delete`]: the volume worker (keyed by PV name): the reclaim-policy finalizer and DeleteVolume.
 //! - [`own_writes`]: which claim changes are our own finalizer writes, so they do not defeat a claim's backoff.
 //! - [`ownership`]: `--node-deployment` with Immediate binding: the race between the instances for a claim.
+//! - [`capacity`]: CSIStorageCapacity publishing (`--enable-capacity`).
 //! - [`metrics`]: `controller_persistentvolumeclaim_provision_*` and `controller_persistentvolume_delete_*`.
 //!
 //! No business rule lives here: every decision is a call into `translate`.
 
+pub mod capacity;
+pub mod capacity_owner;
 mod delete;
 pub mod metrics;
 mod own_writes;
@@ -33,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::translate::provisioner::Provisioner;
 use crate::translate::refusal::{ClaimEvent, EventType};
 use crate::translate::topology::TopologyPin;
+use capacity::Capacity;
 pub use metrics::ProvisioningMetrics;
 use own_writes::OwnWrites;
 use stores::Stores;
@@ -81,6 +85,8 @@ struct Shared {
     /// Fires when the controllers stop, so that a worker waiting to own a claim gives up at once.
     stopping: CancellationToken,
     metrics: ProvisioningMetrics,
+    /// `--enable-capacity`: the publisher, nudged after provisioning and deleting.
+    capacity: Option<Arc<Capacity>>,
 }
 
 impl Controller {
@@ -119,8 +125,20 @@ impl Controller {
             ownership_attempts: Mutex::default(),
             stopping: CancellationToken::new(),
             metrics,
+            capacity: None,
         };
         Controller { shared: Arc::new(shared) }
+    }
+
+    /// Publishes CSIStorageCapacity with `capacity`. Call before [`Controller::run`].
+    pub fn with_capacity(mut self, capacity: Capacity) -> Controller {
+        let shared = Arc::get_mut(&mut self.shared).expect("with_capacity is called before the controller runs");
+        // Central capacity needs the segments of every node, whether or not provisioning uses topology.
+        if shared.provisioner.node_deployment.is_none() {
+            shared.stores = Stores::new(true);
+        }
+        shared.capacity = Some(Arc::new(capacity));
+        self
     }
 
     /// Watches, then works until `stop` fires; returns once in-flight work has finished.
@@ -166,8 +184,13 @@ impl Controller {
             })
         };
         let sweep = shared.sweep_snapshot_protection(shared.options.snapshot_orphan_sweep_interval, stop.clone());
+        let capacity = async {
+            if let Some(capacity) = shared.capacity.clone() {
+                capacity.run(shared.clone(), stop.clone()).await;
+            }
+        };
         tokio::select! {
-            _ = async { tokio::join!(claims, volumes, sweep) } => {}
+            _ = async { tokio::join!(claims, volumes, sweep, capacity) } => {}
             _ = &mut watching => tracing::error!("watches ended unexpectedly"),
         }
     }
@@ -194,6 +217,20 @@ impl Shared {
             EventType::Warning => sidecar_runtime::EventType::Warning,
         };
         self.events.publish(&reference, event_type, event.reason, &event.message).await;
+    }
+
+    /// Something that may change the published capacity happened (a class, a node, a volume).
+    fn capacity_changed(&self) {
+        if let Some(capacity) = &self.capacity {
+            capacity.nudge();
+        }
+    }
+
+    /// A class or node changed: the publisher refreshes if that changes which objects should exist.
+    fn capacity_keys_may_have_changed(&self) {
+        if let Some(capacity) = &self.capacity {
+            capacity.nudge_keys();
+        }
     }
 
     fn forget_pin(&self, uid: &str) {

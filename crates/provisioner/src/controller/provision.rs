@@ -150,6 +150,7 @@ impl Shared {
             Ok(volume) => {
                 tracing::info!(claim = %claim_path(claim), %volume, "provisioned");
                 self.metrics.provisioned(class_name, source, started.elapsed());
+                self.capacity_changed();
                 self.forget_pin(claim.metadata.uid.as_deref().unwrap_or_default());
                 self.publish(claim, &provisioning_succeeded_event(&volume)).await;
                 Outcome::Done
@@ -158,6 +159,8 @@ impl Shared {
                 if refusal.retried() {
                     self.metrics.provision_failed(class_name, source);
                 }
+                // A driver out of space may say so; the published capacity should show it (item 67).
+                self.capacity_changed();
                 self.refused(claim, refusal).await
             }
         }

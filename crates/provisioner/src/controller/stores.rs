@@ -186,6 +186,9 @@ pub async fn watch_all(shared: Arc<Shared>) {
     let classes = {
         let shared = shared.clone();
         watch(Api::<StorageClass>::all(client.clone()), writers.classes, move |event| {
+            if matches!(event, Event::Apply(_) | Event::Delete(_)) {
+                shared.capacity_keys_may_have_changed();
+            }
             if let Event::Apply(class) = event {
                 // A class that appears or changes may unblock its claims.
                 let name = class.metadata.name.clone().unwrap_or_default();
@@ -204,14 +207,24 @@ pub async fn watch_all(shared: Arc<Shared>) {
     };
     let csi_nodes = async {
         if let Some(writer) = writers.csi_nodes {
-            watch(Api::<CSINode>::all(client.clone()), writer, |_| {}).await;
+            watch(Api::<CSINode>::all(client.clone()), writer, |event| {
+                if matches!(event, Event::Apply(_) | Event::Delete(_)) {
+                    shared.capacity_keys_may_have_changed();
+                }
+            })
+            .await;
         } else {
             std::future::pending::<()>().await;
         }
     };
     let nodes = async {
         if let Some(writer) = writers.nodes {
-            watch(Api::<Node>::all(client.clone()), writer, |_| {}).await;
+            watch(Api::<Node>::all(client.clone()), writer, |event| {
+                if matches!(event, Event::Apply(_) | Event::Delete(_)) {
+                    shared.capacity_keys_may_have_changed();
+                }
+            })
+            .await;
         } else {
             std::future::pending::<()>().await;
         }

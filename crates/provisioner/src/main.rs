@@ -34,6 +34,12 @@ async fn main() -> anyhow::Result<()> {
     let sidecar_runtime::Driver { csi, name: driver, .. } = sidecar.connect_driver(args.timeout).await?;
 
     let mut provisioner = args.provisioner(&driver, features);
+    // CSI migration: the driver also serves the in-tree plugin it replaces (item 64).
+    provisioner.migrated_in_tree_name = csi_translation::in_tree_name_for(&driver).map(str::to_string);
+    if let Some(in_tree) = &provisioner.migrated_in_tree_name {
+        tracing::info!(%in_tree, "serving the in-tree plugin's classes and volumes too (CSI migration)");
+        csi.metrics().enable_migration_label();
+    }
     provisioner.plugin_capabilities = csi.plugin_capabilities().await.context("GetPluginCapabilities")?;
     provisioner.controller_capabilities = csi.controller_capabilities().await.context("ControllerGetCapabilities")?;
     if let Some(node) = &node_name {

@@ -24,7 +24,14 @@ use crate::translate::secrets::{Credentials, SecretKind, secret_reference};
 
 impl Shared {
     pub(super) async fn sync_volume(&self, name: &str) -> Outcome {
-        let Some(volume) = self.stores.volume(name) else { return Outcome::Done };
+        let Some(stored) = self.stores.volume(name) else { return Outcome::Done };
+        let (volume, migrated) = match self.csi_volume(&stored) {
+            Ok(translated) => translated,
+            Err(err) => {
+                tracing::warn!(volume = %name, error = %err, "cannot translate the in-tree volume to CSI");
+                return Outcome::Retry;
+            }
+        };
         let result = match volume_action(&volume, &self.provisioner) {
             VolumeAction::Nothing => return Outcome::Done,
             VolumeAction::AddFinalizer => {
@@ -40,7 +47,7 @@ impl Shared {
                     tracing::trace!(volume = %name, "PV was not provisioned on this node");
                     return Outcome::Done;
                 }
-                return self.delete(&volume, &volume_handle).await;
+                return self.delete(&volume, &volume_handle, migrated).await;
             }
         };
         match result {
@@ -53,17 +60,17 @@ impl Shared {
     }
 
     /// DeleteVolume, then the PV object, then its finalizer (item 63).
-    async fn delete(&self, volume: &PersistentVolume, volume_handle: &str) -> Outcome {
+    async fn delete(&self, volume: &PersistentVolume, volume_handle: &str, migrated: bool) -> Outcome {
         let started = Instant::now();
         let name = volume.metadata.name.as_deref().unwrap_or_default();
         let class = volume.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default();
         if let Err(message) = self.check_detached(name).await {
             return self.delete_failed(volume, &class, message).await;
         }
-        let secrets = self.deletion_credentials(volume).await;
+        let secrets = self.deletion_credentials(volume, migrated).await;
         tracing::info!(volume = %name, %volume_handle, "deleting volume");
         let request = DeleteVolumeRequest { volume_id: volume_handle.to_string(), secrets: secrets.into_map() };
-        if let Err(err) = self.csi.delete_volume(request).await {
+        if let Err(err) = self.csi_for(migrated).delete_volume(request).await {
             return self.delete_failed(volume, &class, grpc_error_text(&err)).await;
         }
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
@@ -109,7 +116,7 @@ impl Shared {
 
     /// The deletion secret from the PV's annotations, else from its StorageClass. A Secret that cannot be read is
     /// logged and the deletion goes on without it (item 61).
-    async fn deletion_credentials(&self, volume: &PersistentVolume) -> Credentials {
+    async fn deletion_credentials(&self, volume: &PersistentVolume, migrated: bool) -> Credentials {
         let name = volume.metadata.name.as_deref().unwrap_or_default();
         let secret = match deletion_secret(volume) {
             DeletionSecret::None => None,
@@ -119,6 +126,11 @@ impl Shared {
                 let claim = claim_from_reference(volume);
                 match (self.stores.class(class), claim) {
                     (Some(class), Some(claim)) => {
+                        // An in-tree class names its secrets the in-tree way until translated (upstream does too).
+                        let class = match migrated {
+                            true => self.csi_class(&class).map(|c| c.into_owned()).unwrap_or_else(|_| (*class).clone()),
+                            false => (*class).clone(),
+                        };
                         let parameters = class.parameters.clone().unwrap_or_default();
                         secret_reference(SecretKind::Provisioner, &parameters, name, Some(&claim)).unwrap_or_else(
                             |refusal| {

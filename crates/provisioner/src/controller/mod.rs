@@ -9,6 +9,7 @@
 //! - [`own_writes`]: which claim changes are our own finalizer writes, so they do not defeat a claim's backoff.
 //! - [`ownership`]: `--node-deployment` with Immediate binding: the race between the instances for a claim.
 //! - [`capacity`]: CSIStorageCapacity publishing (`--enable-capacity`).
+//! - [`migration`]: CSI migration, classes and volumes of the in-tree plugin the driver replaces.
 //! - [`metrics`]: `controller_persistentvolumeclaim_provision_*` and `controller_persistentvolume_delete_*`.
 //!
 //! No business rule lives here: every decision is a call into `translate`.
@@ -17,6 +18,7 @@ pub mod capacity;
 pub mod capacity_owner;
 mod delete;
 pub mod metrics;
+mod migration;
 mod own_writes;
 mod ownership;
 mod provision;

@@ -146,7 +146,11 @@ impl Shared {
 
         let class_name = class.metadata.name.as_deref().unwrap_or_default();
         let source = claim.spec.as_ref().and_then(|s| s.data_source.as_ref()).map(|d| d.kind.as_str()).unwrap_or("");
-        match self.try_provision(claim, class, node).await {
+        let attempt = async {
+            let csi_class = self.csi_class(class)?;
+            self.try_provision(claim, &csi_class, node).await
+        };
+        match attempt.await {
             Ok(volume) => {
                 tracing::info!(claim = %claim_path(claim), %volume, "provisioned");
                 self.metrics.provisioned(class_name, source, started.elapsed());
@@ -193,7 +197,8 @@ impl Shared {
             self.protect_snapshot(source).await?;
         }
         let may_reschedule = self.provisioner.supports_topology() && node.is_some();
-        let response = match self.csi.create_volume(request).await {
+        let migrated = self.is_migrated_class(class);
+        let response = match self.csi_for(migrated).create_volume(request).await {
             Ok(response) => response,
             Err(err) => {
                 let refusal = create_volume_failure(&err, may_reschedule);
@@ -207,8 +212,19 @@ impl Shared {
         let pv = match persistent_volume(&volume, &plan, &references, claim, class, &self.provisioner) {
             Ok(pv) => pv,
             Err(rejection) => {
-                let cleanup = self.delete_rejected_volume(&volume.volume_id, credentials).await;
+                let cleanup = self.delete_rejected_volume(&volume.volume_id, credentials, migrated).await;
                 return Err(rejection.refusal(&plan.volume_name, cleanup.err().as_deref()));
+            }
+        };
+        let pv = match self.api_volume(pv, migrated) {
+            Ok(pv) => pv,
+            Err(message) => {
+                // As upstream: the volume cannot be recorded, so it goes; if that fails, try again later.
+                let state = match self.delete_rejected_volume(&volume.volume_id, credentials, migrated).await {
+                    Ok(()) => ProvisioningState::Finished,
+                    Err(_) => ProvisioningState::InBackground,
+                };
+                return Err(Refusal::failed(state, message));
             }
         };
         self.save_volume(&pv).await?;
@@ -390,6 +406,12 @@ impl Shared {
                 format!("cannot delete the volume of deleted claim {path}: storageClass \"{class_name}\" not found");
             return self.cleanup_failed(claim, message).await;
         };
+        let migrated = self.is_migrated_class(&class);
+        let class = match self.csi_class(&class) {
+            Ok(class) => class.into_owned(),
+            // A class that cannot be translated never made a request: there is no volume.
+            Err(_) => return self.release_claim(claim).await,
+        };
         // The cache may lag: a PV written just before a crash makes the volume the PV's business (its reclaim
         // policy decides), so ask the API itself before deleting anything.
         let p = &self.provisioner;
@@ -413,11 +435,12 @@ impl Shared {
         };
         let volume_name = prepared.request.name.clone();
         let snapshot_source = prepared.snapshot_source.clone();
-        match self.csi.create_volume(prepared.request).await {
+        let csi = self.csi_for(migrated);
+        match csi.create_volume(prepared.request).await {
             Ok(response) => {
                 let volume_id = response.volume.map(|v| v.volume_id).unwrap_or_default();
                 let request = DeleteVolumeRequest { volume_id, secrets: prepared.credentials.into_map() };
-                if let Err(err) = self.csi.delete_volume(request).await {
+                if let Err(err) = csi.delete_volume(request).await {
                     return self.cleanup_failed(claim, grpc_error_text(&err)).await;
                 }
                 tracing::info!(claim = %path, volume = %volume_name, "deleted the volume of the deleted claim");
@@ -445,13 +468,18 @@ impl Shared {
     }
 
     /// DeleteVolume for a volume that cannot be used, a few times within one timeout.
-    async fn delete_rejected_volume(&self, volume_id: &str, credentials: Credentials) -> Result<(), String> {
+    async fn delete_rejected_volume(
+        &self,
+        volume_id: &str,
+        credentials: Credentials,
+        migrated: bool,
+    ) -> Result<(), String> {
         let secrets = credentials.into_map();
         let deadline = Instant::now() + self.csi.timeout();
         let mut last = String::new();
         for _ in 0..REJECTED_VOLUME_DELETE_ATTEMPTS {
             let request = DeleteVolumeRequest { volume_id: volume_id.to_string(), secrets: secrets.clone() };
-            match self.csi.delete_volume(request).await {
+            match self.csi_for(migrated).delete_volume(request).await {
                 Ok(_) => return Ok(()),
                 Err(err) => last = grpc_error_text(&err),
             }

@@ -1,0 +1,92 @@
+//! One module per in-tree plugin, and the dispatch between them.
+
+mod aws_ebs;
+mod openstack_cinder;
+
+use k8s_openapi::api::core::v1::{CSIPersistentVolumeSource, PersistentVolume};
+use k8s_openapi::api::storage::v1::StorageClass;
+
+use crate::TranslationError;
+
+/// The in-tree plugins this crate translates for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plugin {
+    AwsEbs,
+    OpenStackCinder,
+}
+
+const ALL: [Plugin; 2] = [Plugin::AwsEbs, Plugin::OpenStackCinder];
+
+impl Plugin {
+    pub fn by_driver(driver: &str) -> Option<Plugin> {
+        ALL.into_iter().find(|p| p.driver_name() == driver)
+    }
+
+    pub fn by_in_tree_name(name: &str) -> Option<Plugin> {
+        ALL.into_iter().find(|p| p.in_tree_name() == name)
+    }
+
+    /// The plugin whose source the PV has.
+    pub fn of_in_tree_pv(pv: &PersistentVolume) -> Option<Plugin> {
+        let spec = pv.spec.as_ref()?;
+        if spec.aws_elastic_block_store.is_some() {
+            Some(Plugin::AwsEbs)
+        } else if spec.cinder.is_some() {
+            Some(Plugin::OpenStackCinder)
+        } else {
+            None
+        }
+    }
+
+    pub fn driver_name(self) -> &'static str {
+        match self {
+            Plugin::AwsEbs => aws_ebs::DRIVER,
+            Plugin::OpenStackCinder => openstack_cinder::DRIVER,
+        }
+    }
+
+    pub fn in_tree_name(self) -> &'static str {
+        match self {
+            Plugin::AwsEbs => aws_ebs::IN_TREE,
+            Plugin::OpenStackCinder => openstack_cinder::IN_TREE,
+        }
+    }
+
+    pub fn storage_class_to_csi(self, class: StorageClass) -> Result<StorageClass, TranslationError> {
+        match self {
+            Plugin::AwsEbs => aws_ebs::storage_class_to_csi(class),
+            Plugin::OpenStackCinder => openstack_cinder::storage_class_to_csi(class),
+        }
+    }
+
+    pub fn pv_to_csi(self, pv: PersistentVolume) -> Result<PersistentVolume, TranslationError> {
+        match self {
+            Plugin::AwsEbs => aws_ebs::pv_to_csi(pv),
+            Plugin::OpenStackCinder => openstack_cinder::pv_to_csi(pv),
+        }
+    }
+
+    pub fn pv_to_in_tree(self, pv: PersistentVolume) -> Result<PersistentVolume, TranslationError> {
+        match self {
+            Plugin::AwsEbs => aws_ebs::pv_to_in_tree(pv),
+            Plugin::OpenStackCinder => openstack_cinder::pv_to_in_tree(pv),
+        }
+    }
+}
+
+/// Parameter keys every plugin treats alike (compared case-insensitively, as upstream).
+pub(crate) const FS_TYPE_KEY: &str = "fstype";
+pub(crate) const CSI_FS_TYPE_KEY: &str = "csi.storage.k8s.io/fstype";
+pub(crate) const ZONE_KEY: &str = "zone";
+pub(crate) const ZONES_KEY: &str = "zones";
+
+/// Takes the CSI source off a PV about to get its in-tree source.
+pub(crate) fn take_csi_source(pv: &mut PersistentVolume) -> Result<CSIPersistentVolumeSource, TranslationError> {
+    let name = pv.metadata.name.clone().unwrap_or_default();
+    pv.spec.as_mut().and_then(|s| s.csi.take()).ok_or(TranslationError::NotCsi(name))
+}
+
+/// The error for a PV without the plugin's in-tree source.
+pub(crate) fn not_migratable(pv: &PersistentVolume) -> TranslationError {
+    TranslationError::NotMigratable(pv.metadata.name.clone().unwrap_or_default())
+}

@@ -1,0 +1,64 @@
+//! The crate's entry points: which drivers and plugins it knows, and the dispatch by PV source and driver.
+
+use csi_translation::*;
+use k8s_openapi::api::core::v1::{
+    AWSElasticBlockStoreVolumeSource, CSIPersistentVolumeSource, GCEPersistentDiskVolumeSource, PersistentVolume,
+    PersistentVolumeSpec,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+
+fn pv(spec: PersistentVolumeSpec) -> PersistentVolume {
+    PersistentVolume { spec: Some(spec), ..Default::default() }
+}
+
+#[test]
+fn names() {
+    // (driver, in-tree name)
+    let table = [("ebs.csi.aws.com", "kubernetes.io/aws-ebs"), ("cinder.csi.openstack.org", "kubernetes.io/cinder")];
+    for (driver, in_tree) in table {
+        assert_eq!(in_tree_name_for(driver), Some(in_tree));
+        assert_eq!(csi_driver_for(in_tree), Some(driver));
+    }
+    assert_eq!(in_tree_name_for("hostpath.csi.k8s.io"), None, "a driver that replaces nothing");
+    assert_eq!(csi_driver_for("kubernetes.io/no-such-plugin"), None);
+}
+
+#[test]
+fn dispatch() {
+    let ebs = pv(PersistentVolumeSpec {
+        aws_elastic_block_store: Some(AWSElasticBlockStoreVolumeSource {
+            volume_id: "vol-1".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    assert!(is_pv_migratable(&ebs));
+    let csi = translate_in_tree_pv_to_csi(&ebs).unwrap();
+    assert_eq!(csi.spec.as_ref().unwrap().csi.as_ref().unwrap().driver, "ebs.csi.aws.com");
+    let back = translate_csi_pv_to_in_tree(&csi).unwrap();
+    assert_eq!(back.spec.unwrap().aws_elastic_block_store.unwrap().volume_id, "vol-1");
+
+    let gce = pv(PersistentVolumeSpec {
+        gce_persistent_disk: Some(GCEPersistentDiskVolumeSource { pd_name: "disk".into(), ..Default::default() }),
+        ..Default::default()
+    });
+    assert!(!is_pv_migratable(&gce), "plugins not translated yet are left alone");
+    assert_eq!(translate_in_tree_pv_to_csi(&gce), Err(TranslationError::NotMigratable(String::new())));
+
+    let foreign = pv(PersistentVolumeSpec {
+        csi: Some(CSIPersistentVolumeSource { driver: "hostpath.csi.k8s.io".into(), ..Default::default() }),
+        ..Default::default()
+    });
+    assert_eq!(
+        translate_csi_pv_to_in_tree(&foreign),
+        Err(TranslationError::UnknownDriver("hostpath.csi.k8s.io".into()))
+    );
+    assert_eq!(
+        translate_csi_pv_to_in_tree(&pv(PersistentVolumeSpec::default())),
+        Err(TranslationError::NotCsi(String::new()))
+    );
+    assert_eq!(
+        translate_in_tree_storage_class_to_csi("kubernetes.io/no-such-plugin", &StorageClass::default()),
+        Err(TranslationError::UnknownPlugin("kubernetes.io/no-such-plugin".into()))
+    );
+}

@@ -13,6 +13,8 @@ pub enum TranslationError {
     ZonesAndAllowedTopologies,
     #[error("failed to translate Kubernetes ID to EBS Volume ID: {0}")]
     EbsVolumeId(String),
+    #[error("{0}")]
+    VolumeHandle(String),
     #[error("failed to convert partition {0:?} to integer")]
     Partition(String),
     #[error("failed to translate topology: {0}")]

@@ -3,7 +3,7 @@
 use csi_translation::*;
 use k8s_openapi::api::core::v1::{
     AWSElasticBlockStoreVolumeSource, CSIPersistentVolumeSource, GCEPersistentDiskVolumeSource, PersistentVolume,
-    PersistentVolumeSpec,
+    PersistentVolumeSpec, PortworxVolumeSource,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 
@@ -14,7 +14,11 @@ fn pv(spec: PersistentVolumeSpec) -> PersistentVolume {
 #[test]
 fn names() {
     // (driver, in-tree name)
-    let table = [("ebs.csi.aws.com", "kubernetes.io/aws-ebs"), ("cinder.csi.openstack.org", "kubernetes.io/cinder")];
+    let table = [
+        ("ebs.csi.aws.com", "kubernetes.io/aws-ebs"),
+        ("pd.csi.storage.gke.io", "kubernetes.io/gce-pd"),
+        ("cinder.csi.openstack.org", "kubernetes.io/cinder"),
+    ];
     for (driver, in_tree) in table {
         assert_eq!(in_tree_name_for(driver), Some(in_tree));
         assert_eq!(csi_driver_for(in_tree), Some(driver));
@@ -42,8 +46,15 @@ fn dispatch() {
         gce_persistent_disk: Some(GCEPersistentDiskVolumeSource { pd_name: "disk".into(), ..Default::default() }),
         ..Default::default()
     });
-    assert!(!is_pv_migratable(&gce), "plugins not translated yet are left alone");
-    assert_eq!(translate_in_tree_pv_to_csi(&gce), Err(TranslationError::NotMigratable(String::new())));
+    assert!(is_pv_migratable(&gce));
+    assert_eq!(translate_in_tree_pv_to_csi(&gce).unwrap().spec.unwrap().csi.unwrap().driver, "pd.csi.storage.gke.io");
+
+    let portworx = pv(PersistentVolumeSpec {
+        portworx_volume: Some(PortworxVolumeSource { volume_id: "px-1".into(), ..Default::default() }),
+        ..Default::default()
+    });
+    assert!(!is_pv_migratable(&portworx), "plugins not translated yet are left alone");
+    assert_eq!(translate_in_tree_pv_to_csi(&portworx), Err(TranslationError::NotMigratable(String::new())));
 
     let foreign = pv(PersistentVolumeSpec {
         csi: Some(CSIPersistentVolumeSource { driver: "hostpath.csi.k8s.io".into(), ..Default::default() }),

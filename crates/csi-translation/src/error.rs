@@ -15,6 +15,8 @@ pub enum TranslationError {
     EbsVolumeId(String),
     #[error("{0}")]
     VolumeHandle(String),
+    #[error("{0}")]
+    Unsupported(String),
     #[error("failed to convert partition {0:?} to integer")]
     Partition(String),
     #[error("failed to translate topology: {0}")]

@@ -17,6 +17,7 @@ fn names() {
     let table = [
         ("ebs.csi.aws.com", "kubernetes.io/aws-ebs"),
         ("pd.csi.storage.gke.io", "kubernetes.io/gce-pd"),
+        ("disk.csi.azure.com", "kubernetes.io/azure-disk"),
         ("cinder.csi.openstack.org", "kubernetes.io/cinder"),
     ];
     for (driver, in_tree) in table {

@@ -1,6 +1,7 @@
 //! One module per in-tree plugin, and the dispatch between them.
 
 mod aws_ebs;
+mod azure_disk;
 mod gce_pd;
 mod openstack_cinder;
 
@@ -13,11 +14,12 @@ use crate::TranslationError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plugin {
     AwsEbs,
+    AzureDisk,
     GcePd,
     OpenStackCinder,
 }
 
-const ALL: [Plugin; 3] = [Plugin::AwsEbs, Plugin::GcePd, Plugin::OpenStackCinder];
+const ALL: [Plugin; 4] = [Plugin::AwsEbs, Plugin::AzureDisk, Plugin::GcePd, Plugin::OpenStackCinder];
 
 impl Plugin {
     pub fn by_driver(driver: &str) -> Option<Plugin> {
@@ -33,6 +35,8 @@ impl Plugin {
         let spec = pv.spec.as_ref()?;
         if spec.aws_elastic_block_store.is_some() {
             Some(Plugin::AwsEbs)
+        } else if spec.azure_disk.is_some() {
+            Some(Plugin::AzureDisk)
         } else if spec.gce_persistent_disk.is_some() {
             Some(Plugin::GcePd)
         } else if spec.cinder.is_some() {
@@ -45,6 +49,7 @@ impl Plugin {
     pub fn driver_name(self) -> &'static str {
         match self {
             Plugin::AwsEbs => aws_ebs::DRIVER,
+            Plugin::AzureDisk => azure_disk::DRIVER,
             Plugin::GcePd => gce_pd::DRIVER,
             Plugin::OpenStackCinder => openstack_cinder::DRIVER,
         }
@@ -53,6 +58,7 @@ impl Plugin {
     pub fn in_tree_name(self) -> &'static str {
         match self {
             Plugin::AwsEbs => aws_ebs::IN_TREE,
+            Plugin::AzureDisk => azure_disk::IN_TREE,
             Plugin::GcePd => gce_pd::IN_TREE,
             Plugin::OpenStackCinder => openstack_cinder::IN_TREE,
         }
@@ -61,6 +67,7 @@ impl Plugin {
     pub fn storage_class_to_csi(self, class: StorageClass) -> Result<StorageClass, TranslationError> {
         match self {
             Plugin::AwsEbs => aws_ebs::storage_class_to_csi(class),
+            Plugin::AzureDisk => azure_disk::storage_class_to_csi(class),
             Plugin::GcePd => gce_pd::storage_class_to_csi(class),
             Plugin::OpenStackCinder => openstack_cinder::storage_class_to_csi(class),
         }
@@ -69,6 +76,7 @@ impl Plugin {
     pub fn pv_to_csi(self, pv: PersistentVolume) -> Result<PersistentVolume, TranslationError> {
         match self {
             Plugin::AwsEbs => aws_ebs::pv_to_csi(pv),
+            Plugin::AzureDisk => azure_disk::pv_to_csi(pv),
             Plugin::GcePd => gce_pd::pv_to_csi(pv),
             Plugin::OpenStackCinder => openstack_cinder::pv_to_csi(pv),
         }
@@ -77,6 +85,7 @@ impl Plugin {
     pub fn pv_to_in_tree(self, pv: PersistentVolume) -> Result<PersistentVolume, TranslationError> {
         match self {
             Plugin::AwsEbs => aws_ebs::pv_to_in_tree(pv),
+            Plugin::AzureDisk => azure_disk::pv_to_in_tree(pv),
             Plugin::GcePd => gce_pd::pv_to_in_tree(pv),
             Plugin::OpenStackCinder => openstack_cinder::pv_to_in_tree(pv),
         }

@@ -147,8 +147,9 @@ impl Shared {
         let class_name = class.metadata.name.as_deref().unwrap_or_default();
         let source = claim.spec.as_ref().and_then(|s| s.data_source.as_ref()).map(|d| d.kind.as_str()).unwrap_or("");
         let attempt = async {
+            let migrated = self.is_migrated_class(class);
             let csi_class = self.csi_class(class)?;
-            self.try_provision(claim, &csi_class, node).await
+            self.try_provision(claim, &csi_class, node, migrated).await
         };
         match attempt.await {
             Ok(volume) => {
@@ -170,12 +171,14 @@ impl Shared {
         }
     }
 
-    /// One attempt: the request, the finalizer, CreateVolume, the PV. Returns the PV name.
+    /// One attempt: the request, the finalizer, CreateVolume, the PV. Returns the PV name. `class` is in its CSI
+    /// form; `migrated` says whether it was an in-tree class (then the PV is written in the in-tree form).
     async fn try_provision(
         &self,
         claim: &PersistentVolumeClaim,
         class: &StorageClass,
         node: Option<&str>,
+        migrated: bool,
     ) -> Result<String, Refusal> {
         let Prepared { plan, request, credentials, references, clone_source, snapshot_source } =
             self.prepare(claim, class, node).await?;
@@ -197,7 +200,6 @@ impl Shared {
             self.protect_snapshot(source).await?;
         }
         let may_reschedule = self.provisioner.supports_topology() && node.is_some();
-        let migrated = self.is_migrated_class(class);
         let response = match self.csi_for(migrated).create_volume(request).await {
             Ok(response) => response,
             Err(err) => {

@@ -18,6 +18,7 @@ fn names() {
         ("ebs.csi.aws.com", "kubernetes.io/aws-ebs"),
         ("pd.csi.storage.gke.io", "kubernetes.io/gce-pd"),
         ("disk.csi.azure.com", "kubernetes.io/azure-disk"),
+        ("file.csi.azure.com", "kubernetes.io/azure-file"),
         ("cinder.csi.openstack.org", "kubernetes.io/cinder"),
     ];
     for (driver, in_tree) in table {

@@ -2,6 +2,7 @@
 
 mod aws_ebs;
 mod azure_disk;
+mod azure_file;
 mod gce_pd;
 mod openstack_cinder;
 
@@ -15,11 +16,12 @@ use crate::TranslationError;
 pub enum Plugin {
     AwsEbs,
     AzureDisk,
+    AzureFile,
     GcePd,
     OpenStackCinder,
 }
 
-const ALL: [Plugin; 4] = [Plugin::AwsEbs, Plugin::AzureDisk, Plugin::GcePd, Plugin::OpenStackCinder];
+const ALL: [Plugin; 5] = [Plugin::AwsEbs, Plugin::AzureDisk, Plugin::AzureFile, Plugin::GcePd, Plugin::OpenStackCinder];
 
 impl Plugin {
     pub fn by_driver(driver: &str) -> Option<Plugin> {
@@ -37,6 +39,8 @@ impl Plugin {
             Some(Plugin::AwsEbs)
         } else if spec.azure_disk.is_some() {
             Some(Plugin::AzureDisk)
+        } else if spec.azure_file.is_some() {
+            Some(Plugin::AzureFile)
         } else if spec.gce_persistent_disk.is_some() {
             Some(Plugin::GcePd)
         } else if spec.cinder.is_some() {
@@ -50,6 +54,7 @@ impl Plugin {
         match self {
             Plugin::AwsEbs => aws_ebs::DRIVER,
             Plugin::AzureDisk => azure_disk::DRIVER,
+            Plugin::AzureFile => azure_file::DRIVER,
             Plugin::GcePd => gce_pd::DRIVER,
             Plugin::OpenStackCinder => openstack_cinder::DRIVER,
         }
@@ -59,6 +64,7 @@ impl Plugin {
         match self {
             Plugin::AwsEbs => aws_ebs::IN_TREE,
             Plugin::AzureDisk => azure_disk::IN_TREE,
+            Plugin::AzureFile => azure_file::IN_TREE,
             Plugin::GcePd => gce_pd::IN_TREE,
             Plugin::OpenStackCinder => openstack_cinder::IN_TREE,
         }
@@ -68,6 +74,7 @@ impl Plugin {
         match self {
             Plugin::AwsEbs => aws_ebs::storage_class_to_csi(class),
             Plugin::AzureDisk => azure_disk::storage_class_to_csi(class),
+            Plugin::AzureFile => azure_file::storage_class_to_csi(class),
             Plugin::GcePd => gce_pd::storage_class_to_csi(class),
             Plugin::OpenStackCinder => openstack_cinder::storage_class_to_csi(class),
         }
@@ -77,6 +84,7 @@ impl Plugin {
         match self {
             Plugin::AwsEbs => aws_ebs::pv_to_csi(pv),
             Plugin::AzureDisk => azure_disk::pv_to_csi(pv),
+            Plugin::AzureFile => azure_file::pv_to_csi(pv),
             Plugin::GcePd => gce_pd::pv_to_csi(pv),
             Plugin::OpenStackCinder => openstack_cinder::pv_to_csi(pv),
         }
@@ -86,6 +94,7 @@ impl Plugin {
         match self {
             Plugin::AwsEbs => aws_ebs::pv_to_in_tree(pv),
             Plugin::AzureDisk => azure_disk::pv_to_in_tree(pv),
+            Plugin::AzureFile => azure_file::pv_to_in_tree(pv),
             Plugin::GcePd => gce_pd::pv_to_in_tree(pv),
             Plugin::OpenStackCinder => openstack_cinder::pv_to_in_tree(pv),
         }

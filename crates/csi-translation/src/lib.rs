@@ -5,7 +5,8 @@
 //! expects for such classes.
 //!
 //! The rules are Kubernetes' csi-translation-lib's, plugin by plugin. Supported so far: AWS EBS, GCE PD, Azure
-//! Disk, Azure File and OpenStack Cinder; for any other driver [`in_tree_name_for`] says None and nothing is translated.
+//! Disk, Azure File and OpenStack Cinder; for any other driver [`in_tree_name_for`] says None and nothing is
+//! translated.
 
 mod error;
 mod plugins;

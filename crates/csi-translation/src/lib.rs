@@ -4,9 +4,9 @@
 //! in-tree PVs to their `spec.csi` form to act on them, and the PVs it creates back to the in-tree form the cluster
 //! expects for such classes.
 //!
-//! The rules are Kubernetes' csi-translation-lib's, plugin by plugin. Supported so far: AWS EBS, GCE PD, Azure
-//! Disk, Azure File and OpenStack Cinder; for any other driver [`in_tree_name_for`] says None and nothing is
-//! translated.
+//! The rules are Kubernetes' csi-translation-lib's, plugin by plugin. Supported: AWS EBS, GCE PD, Azure Disk,
+//! Azure File, OpenStack Cinder and vSphere (not yet Portworx); for any other driver [`in_tree_name_for`] says None
+//! and nothing is translated.
 
 mod error;
 mod plugins;

@@ -35,7 +35,7 @@ fn has_key(pv: &PersistentVolume, key: &str) -> bool {
     terms(pv).iter().flat_map(|t| t.match_expressions.iter().flatten()).any(|r| r.key == key)
 }
 
-fn label<'a>(pv: &'a PersistentVolume, key: &str) -> Option<&'a String> {
+pub fn label<'a>(pv: &'a PersistentVolume, key: &str) -> Option<&'a String> {
     pv.metadata.labels.as_ref()?.get(key)
 }
 
@@ -61,7 +61,7 @@ pub fn values_of(pv: &PersistentVolume, key: &str) -> Vec<String> {
 }
 
 /// Requires `key` In `zones` in every term (creating one when there is none).
-fn add_requirement(pv: &mut PersistentVolume, key: &str, zones: &[String]) {
+pub fn add_requirement(pv: &mut PersistentVolume, key: &str, zones: &[String]) {
     let zones: BTreeSet<String> = zones.iter().map(|z| z.trim().to_string()).filter(|z| !z.is_empty()).collect();
     if zones.is_empty() {
         return;

@@ -20,6 +20,7 @@ fn names() {
         ("disk.csi.azure.com", "kubernetes.io/azure-disk"),
         ("file.csi.azure.com", "kubernetes.io/azure-file"),
         ("cinder.csi.openstack.org", "kubernetes.io/cinder"),
+        ("csi.vsphere.vmware.com", "kubernetes.io/vsphere-volume"),
     ];
     for (driver, in_tree) in table {
         assert_eq!(in_tree_name_for(driver), Some(in_tree));

@@ -5,6 +5,7 @@ mod azure_disk;
 mod azure_file;
 mod gce_pd;
 mod openstack_cinder;
+mod vsphere_volume;
 
 use k8s_openapi::api::core::v1::{CSIPersistentVolumeSource, PersistentVolume};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -19,9 +20,17 @@ pub enum Plugin {
     AzureFile,
     GcePd,
     OpenStackCinder,
+    VsphereVolume,
 }
 
-const ALL: [Plugin; 5] = [Plugin::AwsEbs, Plugin::AzureDisk, Plugin::AzureFile, Plugin::GcePd, Plugin::OpenStackCinder];
+const ALL: [Plugin; 6] = [
+    Plugin::AwsEbs,
+    Plugin::AzureDisk,
+    Plugin::AzureFile,
+    Plugin::GcePd,
+    Plugin::OpenStackCinder,
+    Plugin::VsphereVolume,
+];
 
 impl Plugin {
     pub fn by_driver(driver: &str) -> Option<Plugin> {
@@ -45,6 +54,8 @@ impl Plugin {
             Some(Plugin::GcePd)
         } else if spec.cinder.is_some() {
             Some(Plugin::OpenStackCinder)
+        } else if spec.vsphere_volume.is_some() {
+            Some(Plugin::VsphereVolume)
         } else {
             None
         }
@@ -57,6 +68,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::DRIVER,
             Plugin::GcePd => gce_pd::DRIVER,
             Plugin::OpenStackCinder => openstack_cinder::DRIVER,
+            Plugin::VsphereVolume => vsphere_volume::DRIVER,
         }
     }
 
@@ -67,6 +79,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::IN_TREE,
             Plugin::GcePd => gce_pd::IN_TREE,
             Plugin::OpenStackCinder => openstack_cinder::IN_TREE,
+            Plugin::VsphereVolume => vsphere_volume::IN_TREE,
         }
     }
 
@@ -77,6 +90,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::storage_class_to_csi(class),
             Plugin::GcePd => gce_pd::storage_class_to_csi(class),
             Plugin::OpenStackCinder => openstack_cinder::storage_class_to_csi(class),
+            Plugin::VsphereVolume => vsphere_volume::storage_class_to_csi(class),
         }
     }
 
@@ -87,6 +101,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::pv_to_csi(pv),
             Plugin::GcePd => gce_pd::pv_to_csi(pv),
             Plugin::OpenStackCinder => openstack_cinder::pv_to_csi(pv),
+            Plugin::VsphereVolume => vsphere_volume::pv_to_csi(pv),
         }
     }
 
@@ -97,6 +112,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::pv_to_in_tree(pv),
             Plugin::GcePd => gce_pd::pv_to_in_tree(pv),
             Plugin::OpenStackCinder => openstack_cinder::pv_to_in_tree(pv),
+            Plugin::VsphereVolume => vsphere_volume::pv_to_in_tree(pv),
         }
     }
 }

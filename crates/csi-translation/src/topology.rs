@@ -189,3 +189,19 @@ pub fn zone_selector(driver_zone_key: &str, zones: Vec<String>) -> Vec<TopologyS
         }]),
     }]
 }
+
+/// A class's topology after its `zone`/`zones` parameter (`zones`) and its allowed topologies: one or the other, under
+/// the driver's zone key; both at once is an error.
+pub fn class_topologies(
+    zones: Option<Vec<String>>,
+    allowed: Option<Vec<TopologySelectorTerm>>,
+    driver_zone_key: &str,
+) -> Result<Option<Vec<TopologySelectorTerm>>, crate::TranslationError> {
+    let allowed = allowed.unwrap_or_default();
+    match (zones, allowed.is_empty()) {
+        (Some(_), false) => Err(crate::TranslationError::ZonesAndAllowedTopologies),
+        (Some(zones), true) => Ok(Some(zone_selector(driver_zone_key, zones))),
+        (None, false) => Ok(Some(allowed_topologies_to_csi(&allowed, driver_zone_key))),
+        (None, true) => Ok(None),
+    }
+}

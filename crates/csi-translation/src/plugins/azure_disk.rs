@@ -9,7 +9,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::{ZONE_KEY, ZONES_KEY, not_migratable, take_csi_source};
 use crate::TranslationError;
-use crate::topology::{allowed_topologies_to_csi, zone_selector};
+use crate::topology::class_topologies;
 
 pub const DRIVER: &str = "disk.csi.azure.com";
 pub const IN_TREE: &str = "kubernetes.io/azure-disk";
@@ -32,13 +32,7 @@ pub fn storage_class_to_csi(mut class: StorageClass) -> Result<StorageClass, Tra
             }
         }
     }
-    let allowed = class.allowed_topologies.take().unwrap_or_default();
-    let topologies = match (zones, allowed.is_empty()) {
-        (Some(_), false) => return Err(TranslationError::ZonesAndAllowedTopologies),
-        (Some(zones), true) => Some(zone_selector(ZONE_TOPOLOGY_KEY, zones)),
-        (None, false) => Some(allowed_topologies_to_csi(&allowed, ZONE_TOPOLOGY_KEY)),
-        (None, true) => None,
-    };
+    let topologies = class_topologies(zones, class.allowed_topologies.take(), ZONE_TOPOLOGY_KEY)?;
     class.allowed_topologies = topologies.map(unzoned_regions_to_csi);
     class.parameters = Some(parameters);
     Ok(class)

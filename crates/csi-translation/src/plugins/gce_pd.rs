@@ -8,8 +8,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use super::{CSI_FS_TYPE_KEY, FS_TYPE_KEY, ZONE_KEY, ZONES_KEY, not_migratable, take_csi_source};
 use crate::TranslationError;
 use crate::topology::{
-    LABEL_BETA_ZONE, LABEL_ZONE, MULTI_ZONE_DELIMITER, allowed_topologies_to_csi, csi_to_in_tree, in_tree_to_csi,
-    zone_selector,
+    LABEL_BETA_ZONE, LABEL_ZONE, MULTI_ZONE_DELIMITER, class_topologies, csi_to_in_tree, in_tree_to_csi,
 };
 
 pub const DRIVER: &str = "pd.csi.storage.gke.io";
@@ -37,13 +36,7 @@ pub fn storage_class_to_csi(mut class: StorageClass) -> Result<StorageClass, Tra
             }
         }
     }
-    let allowed = class.allowed_topologies.take().unwrap_or_default();
-    class.allowed_topologies = match (zones, allowed.is_empty()) {
-        (Some(_), false) => return Err(TranslationError::ZonesAndAllowedTopologies),
-        (Some(zones), true) => Some(zone_selector(ZONE_TOPOLOGY_KEY, zones)),
-        (None, false) => Some(allowed_topologies_to_csi(&allowed, ZONE_TOPOLOGY_KEY)),
-        (None, true) => None,
-    };
+    class.allowed_topologies = class_topologies(zones, class.allowed_topologies.take(), ZONE_TOPOLOGY_KEY)?;
     class.parameters = Some(parameters);
     Ok(class)
 }

@@ -216,8 +216,8 @@ impl Capacity {
         }
         let mut written = self.written();
         written.retain(|name, ours| match objects.get(name) {
-            // The cache has caught up with our write: forget it.
-            Some(cached) if cached.metadata.resource_version == ours.metadata.resource_version => false,
+            // The cache has caught up with our write (or gone past it): forget it.
+            Some(cached) if caught_up(cached, ours) => false,
             _ => {
                 objects.insert(name.clone(), ours.clone());
                 true
@@ -280,7 +280,16 @@ impl Capacity {
             Some(existing) => {
                 let Some(object) = updated_object(existing, measured, publisher) else { return Ok(()) };
                 let name = object.metadata.name.clone().unwrap_or_default();
-                self.api().replace(&name, &PostParams::default(), &object).await.map_err(|e| api_error_text(&e))?
+                match self.api().replace(&name, &PostParams::default(), &object).await {
+                    Ok(written) => written,
+                    Err(err) => {
+                        // Written meanwhile by someone else: the next refresh starts from the cache again.
+                        if matches!(&err, kube::Error::Api(status) if status.code == 409) {
+                            self.written().remove(&name);
+                        }
+                        return Err(api_error_text(&err));
+                    }
+                }
             }
         };
         tracing::debug!(object = ?written.metadata.name, class = %key.class, capacity = ?written.capacity, "published capacity");
@@ -289,6 +298,42 @@ impl Capacity {
     }
 }
 
+/// Whether the cached object is our write or newer. Resource versions are opaque, but the API server's are etcd
+/// revisions: compared as numbers when both are, else only equality counts.
+fn caught_up(cached: &CSIStorageCapacity, ours: &CSIStorageCapacity) -> bool {
+    let (cached, ours) = (cached.metadata.resource_version.as_deref(), ours.metadata.resource_version.as_deref());
+    match (cached.and_then(|c| c.parse::<u64>().ok()), ours.and_then(|o| o.parse::<u64>().ok())) {
+        (Some(cached), Some(ours)) => cached >= ours,
+        _ => cached == ours,
+    }
+}
+
 fn cached<K: kube::Resource<DynamicType = ()> + Clone>(store: &Option<Store<K>>) -> Vec<K> {
     store.as_ref().map(|s| s.state().iter().map(|o| (**o).clone()).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(version: Option<&str>) -> CSIStorageCapacity {
+        let mut object = CSIStorageCapacity::default();
+        object.metadata.resource_version = version.map(str::to_string);
+        object
+    }
+
+    #[test]
+    fn the_cache_catches_up_with_our_writes() {
+        // (case, cached version, our version, caught up)
+        let table = [
+            ("same version", Some("10"), Some("10"), true),
+            ("someone wrote after us", Some("11"), Some("10"), true),
+            ("the cache lags", Some("9"), Some("10"), false),
+            ("opaque versions: only equality", Some("b"), Some("a"), false),
+            ("opaque and equal", Some("a"), Some("a"), true),
+        ];
+        for (case, cached, ours, want) in table {
+            assert_eq!(caught_up(&at(cached), &at(ours)), want, "{case}");
+        }
+    }
 }

@@ -233,3 +233,25 @@ fn owner_walk_follows_controllers() {
     assert_eq!(controlling_owner(&meta), Some(&controller), "68: only the controlling owner counts");
     assert_eq!(controlling_owner(&ObjectMeta::default()), None);
 }
+
+#[test]
+fn shortened_names_match_upstream_exactly() {
+    let node = |a: usize| format!("node{}", "a".repeat(a));
+    let ext = MANAGED_BY;
+    // (case, base, suffix, name) — the values of upstream's own table (cmd/csi-provisioner/util_test.go).
+    let table = [
+        ("short", ext, "node01".to_string(), "external-provisioner-node01".to_string()),
+        ("empty base", "", "node01".to_string(), "node01".to_string()),
+        ("exactly fits", ext, node(38), format!("external-provisioner-{}", node(38))),
+        ("one too long", ext, node(39), format!("external-p-53f40b57-{}", node(39))),
+        ("base cut to one letter", ext, node(48), format!("e-53f40b57-{}", node(48))),
+        ("suffix too long: dropped", ext, node(49), "external-provisioner-a3607ff1".to_string()),
+        ("very long", ext, node(63), "external-provisioner-df38e37f".to_string()),
+        ("very long, empty base", "", node(63), "fa65587e".to_string()),
+    ];
+    for (case, base, suffix, want) in table {
+        let got = name_with_max_length(base, &suffix, 63);
+        assert_eq!(got, want, "{case}");
+        assert!(got.len() <= 63, "{case}");
+    }
+}

@@ -18,7 +18,7 @@ use k8s_openapi::api::storage::v1::CSIStorageCapacity;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -195,14 +195,18 @@ impl Capacity {
         let driver = &self.options.publisher.driver;
         let segments = match &self.options.fixed_segment {
             Some(segment) => BTreeSet::from([segment.clone()]),
+            // Runs on every Node event in node-heavy clusters: read the caches in place, copying only labels.
             None => {
-                let csi_nodes = cached(&shared.stores.csi_nodes);
-                let nodes = cached(&shared.stores.nodes);
-                segments(driver, &csi_nodes, &nodes)
+                let csi_nodes = shared.stores.csi_nodes.as_ref().map(Store::state).unwrap_or_default();
+                let node_labels = |name: &str| {
+                    let node = shared.stores.nodes.as_ref()?.get(&ObjectRef::new(name))?;
+                    Some(node.metadata.labels.clone().unwrap_or_default())
+                };
+                segments(driver, csi_nodes.iter().map(|n| &**n), node_labels)
             }
         };
-        let classes: Vec<_> = shared.stores.classes.state().iter().map(|c| (**c).clone()).collect();
-        desired(&classes, driver, &segments, self.options.immediate_binding)
+        let classes = shared.stores.classes.state();
+        desired(classes.iter().map(|c| &**c), driver, &segments, self.options.immediate_binding)
     }
 
     /// The managed objects: the cache, with our own writes it has not shown yet.
@@ -306,10 +310,6 @@ fn caught_up(cached: &CSIStorageCapacity, ours: &CSIStorageCapacity) -> bool {
         (Some(cached), Some(ours)) => cached >= ours,
         _ => cached == ours,
     }
-}
-
-fn cached<K: kube::Resource<DynamicType = ()> + Clone>(store: &Option<Store<K>>) -> Vec<K> {
-    store.as_ref().map(|s| s.state().iter().map(|o| (**o).clone()).collect()).unwrap_or_default()
 }
 
 #[cfg(test)]

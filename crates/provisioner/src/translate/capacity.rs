@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::storage::v1::{CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 
@@ -69,17 +68,19 @@ fn fnv1a_hex(text: &str) -> String {
 }
 
 /// The segments of the nodes the driver runs on: for each CSINode listing the driver, its topology keys with the
-/// values of the Node's labels. A node whose labels do not have every key yet is left out until they do; a CSINode
-/// without its Node is stale.
-pub fn segments(driver: &str, csi_nodes: &[CSINode], nodes: &[Node]) -> BTreeSet<Segment> {
+/// values of the Node's labels (`node_labels` looks a Node up by name). A node whose labels do not have every key
+/// yet is left out until they do; a CSINode without its Node is stale.
+pub fn segments<'a>(
+    driver: &str,
+    csi_nodes: impl IntoIterator<Item = &'a CSINode>,
+    node_labels: impl Fn(&str) -> Option<BTreeMap<String, String>>,
+) -> BTreeSet<Segment> {
     let mut segments = BTreeSet::new();
     for csi_node in csi_nodes {
         let Some(entry) = csi_node.spec.drivers.iter().find(|d| d.name == driver) else { continue };
-        let name = csi_node.metadata.name.as_deref();
-        let Some(node) = nodes.iter().find(|n| n.metadata.name.as_deref() == name) else { continue };
-        let labels = node.metadata.labels.clone().unwrap_or_default();
-        let keys = entry.topology_keys.clone().unwrap_or_default();
-        let segment: Option<Segment> = keys.iter().map(|key| Some((key.clone(), labels.get(key)?.clone()))).collect();
+        let Some(labels) = node_labels(csi_node.metadata.name.as_deref().unwrap_or_default()) else { continue };
+        let keys = entry.topology_keys.iter().flatten();
+        let segment: Option<Segment> = keys.map(|key| Some((key.clone(), labels.get(key)?.clone()))).collect();
         if let Some(segment) = segment {
             segments.insert(segment);
         }
@@ -88,14 +89,14 @@ pub fn segments(driver: &str, csi_nodes: &[CSINode], nodes: &[Node]) -> BTreeSet
 }
 
 /// The objects that should exist: every class of this driver (Immediate ones only when asked) in every segment.
-pub fn desired(
-    classes: &[StorageClass],
+pub fn desired<'a>(
+    classes: impl IntoIterator<Item = &'a StorageClass>,
     driver: &str,
     segments: &BTreeSet<Segment>,
     immediate_binding: bool,
 ) -> BTreeSet<CapacityKey> {
     let mut keys = BTreeSet::new();
-    for class in classes.iter().filter(|c| c.provisioner == driver) {
+    for class in classes.into_iter().filter(|c| c.provisioner == driver) {
         let late = class.volume_binding_mode.as_deref() == Some(BINDING_WAIT_FOR_FIRST_CONSUMER);
         if !late && !immediate_binding {
             continue;

@@ -1,3 +1,4 @@
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::storage::v1::{CSINodeDriver, CSINodeSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelectorRequirement, Time};
@@ -82,13 +83,19 @@ fn segments_come_from_csi_nodes_and_node_labels() {
         // f has no Node: a stale CSINode.
         csi_node("f", DRIVER, Some(&[ZONE])),
     ];
-    let got = segments(DRIVER, &csi_nodes, &nodes);
+    let labels = |name: &str| {
+        nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(name))
+            .map(|n| n.metadata.labels.clone().unwrap_or_default())
+    };
+    let got = segments(DRIVER, &csi_nodes, labels);
     let want = BTreeSet::from([segment(&[(ZONE, "z1"), (RACK, "r1")]), segment(&[(ZONE, "z2"), (RACK, "r7")])]);
     assert_eq!(got, want, "66: one segment per distinct combination of the driver's keys");
 
-    let without_keys = segments(DRIVER, &[csi_node("a", DRIVER, None)], &nodes);
+    let without_keys = segments(DRIVER, &[csi_node("a", DRIVER, None)], labels);
     assert_eq!(without_keys, BTreeSet::from([Segment::new()]), "a driver without topology: one empty segment");
-    assert!(segments(DRIVER, &[], &nodes).is_empty(), "no node runs the driver");
+    assert!(segments(DRIVER, &[], labels).is_empty(), "no node runs the driver");
 }
 
 #[test]

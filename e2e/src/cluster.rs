@@ -63,3 +63,25 @@ impl Cluster {
         kube::Client::try_from(config).expect("client from kubeconfig")
     }
 }
+
+/// Runs cleanup `work` with a client of its own, on a thread with a runtime of its own, and waits for it. For
+/// `Drop`: it cannot await, and the test's runtime may be shutting down. Failures are ignored (best effort).
+pub fn clean_up<F, Fut>(work: F)
+where
+    F: FnOnce(kube::Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let kubeconfig = Cluster::shared().kubeconfig().to_path_buf();
+    let cleaning = std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        runtime.block_on(async move {
+            let Ok(kubeconfig) = kube::config::Kubeconfig::read_from(&kubeconfig) else { return };
+            let Ok(config) = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await else {
+                return;
+            };
+            let Ok(client) = kube::Client::try_from(config) else { return };
+            work(client).await;
+        });
+    });
+    let _ = cleaning.join();
+}

@@ -14,7 +14,7 @@ mod reference_grant_crd;
 mod snapshot_crds;
 mod wait;
 
-pub use cluster::{Cluster, repo_root};
+pub use cluster::{Cluster, clean_up, repo_root};
 pub use http::{free_port, http_get};
 pub use namespace::TestNamespace;
 pub use process::{Process, Scenario, binary};

@@ -6,8 +6,6 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 
-use crate::Cluster;
-
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A namespace made for one test. Dropping it deletes it (in the background:
@@ -38,19 +36,9 @@ impl Drop for TestNamespace {
         // Drop cannot await, and the test's runtime may be shutting down:
         // delete from a thread with a runtime of its own.
         let name = self.name.clone();
-        let kubeconfig = Cluster::shared().kubeconfig().to_path_buf();
-        let deleting = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            runtime.block_on(async move {
-                let Ok(kubeconfig) = kube::config::Kubeconfig::read_from(&kubeconfig) else { return };
-                let Ok(config) = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await else {
-                    return;
-                };
-                let Ok(client) = kube::Client::try_from(config) else { return };
-                let namespaces: Api<Namespace> = Api::all(client);
-                let _ = namespaces.delete(&name, &DeleteParams::background()).await;
-            });
+        crate::clean_up(move |client| async move {
+            let namespaces: Api<Namespace> = Api::all(client);
+            let _ = namespaces.delete(&name, &DeleteParams::background()).await;
         });
-        let _ = deleting.join();
     }
 }

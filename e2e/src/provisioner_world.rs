@@ -208,44 +208,29 @@ impl Drop for ProvisionerWorld {
         let classes = std::mem::take(&mut self.classes);
         let nodes = std::mem::take(&mut self.nodes);
         let namespace = self.ns().to_string();
-        let kubeconfig = Cluster::shared().kubeconfig().to_path_buf();
-        let cleaning = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            runtime.block_on(async move {
-                let Ok(config) = kube::Config::from_custom_kubeconfig(
-                    kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig"),
-                    &Default::default(),
-                )
-                .await
-                else {
-                    return;
-                };
-                let Ok(client) = kube::Client::try_from(config) else { return };
-                let class_api: Api<StorageClass> = Api::all(client.clone());
-                for class in classes {
-                    let _ = class_api.delete(&class, &DeleteParams::default()).await;
-                }
-                for node in nodes {
-                    let _ = Api::<CSINode>::all(client.clone()).delete(&node, &DeleteParams::default()).await;
-                    let _ = Api::<Node>::all(client.clone()).delete(&node, &DeleteParams::default()).await;
-                }
-                let pvs: Api<PersistentVolume> = Api::all(client);
-                if let Ok(list) = pvs.list(&ListParams::default()).await {
-                    for pv in list.items {
-                        let ours =
-                            pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).and_then(|r| r.namespace.as_deref())
-                                == Some(namespace.as_str());
-                        if ours {
-                            let name = pv.metadata.name.unwrap_or_default();
-                            let patch = serde_json::json!({"metadata": {"finalizers": null}});
-                            let _ = pvs.patch(&name, &Default::default(), &kube::api::Patch::Merge(patch)).await;
-                            let _ = pvs.delete(&name, &DeleteParams::default()).await;
-                        }
+        crate::clean_up(move |client| async move {
+            let class_api: Api<StorageClass> = Api::all(client.clone());
+            for class in classes {
+                let _ = class_api.delete(&class, &DeleteParams::default()).await;
+            }
+            for node in nodes {
+                let _ = Api::<CSINode>::all(client.clone()).delete(&node, &DeleteParams::default()).await;
+                let _ = Api::<Node>::all(client.clone()).delete(&node, &DeleteParams::default()).await;
+            }
+            let pvs: Api<PersistentVolume> = Api::all(client);
+            if let Ok(list) = pvs.list(&ListParams::default()).await {
+                for pv in list.items {
+                    let ours = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).and_then(|r| r.namespace.as_deref())
+                        == Some(namespace.as_str());
+                    if ours {
+                        let name = pv.metadata.name.unwrap_or_default();
+                        let patch = serde_json::json!({"metadata": {"finalizers": null}});
+                        let _ = pvs.patch(&name, &Default::default(), &kube::api::Patch::Merge(patch)).await;
+                        let _ = pvs.delete(&name, &DeleteParams::default()).await;
                     }
                 }
-            });
+            }
         });
-        let _ = cleaning.join();
     }
 }
 

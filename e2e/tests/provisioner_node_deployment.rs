@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use csi_sidecars_e2e::provisioner_world::plugin_volume_rows;
 use csi_sidecars_e2e::{Cluster, Process, Scenario, TestNamespace, binary, eventually, wait_for};
 use k8s_openapi::api::core::v1::VolumeResourceRequirements;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec};
@@ -160,33 +161,23 @@ impl Drop for World {
         // Cluster-scoped leftovers: our classes, and PVs of our claims (a failed test).
         let classes = std::mem::take(&mut self.classes);
         let namespace = self.ns().to_string();
-        let kubeconfig = Cluster::shared().kubeconfig().to_path_buf();
-        let cleaning = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-            runtime.block_on(async move {
-                let Ok(kubeconfig) = kube::config::Kubeconfig::read_from(&kubeconfig) else { return };
-                let Ok(config) = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await else {
-                    return;
-                };
-                let Ok(client) = kube::Client::try_from(config) else { return };
-                let class_api: Api<StorageClass> = Api::all(client.clone());
-                for class in classes {
-                    let _ = class_api.delete(&class, &DeleteParams::default()).await;
+        csi_sidecars_e2e::clean_up(move |client| async move {
+            let class_api: Api<StorageClass> = Api::all(client.clone());
+            for class in classes {
+                let _ = class_api.delete(&class, &DeleteParams::default()).await;
+            }
+            let pvs: Api<PersistentVolume> = Api::all(client);
+            let Ok(list) = pvs.list(&ListParams::default()).await else { return };
+            for pv in list.items {
+                let reference = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+                if reference.and_then(|r| r.namespace.as_deref()) == Some(namespace.as_str()) {
+                    let name = pv.metadata.name.unwrap_or_default();
+                    let patch = serde_json::json!({"metadata": {"finalizers": null}});
+                    let _ = pvs.patch(&name, &Default::default(), &kube::api::Patch::Merge(patch)).await;
+                    let _ = pvs.delete(&name, &DeleteParams::default()).await;
                 }
-                let pvs: Api<PersistentVolume> = Api::all(client);
-                let Ok(list) = pvs.list(&ListParams::default()).await else { return };
-                for pv in list.items {
-                    let reference = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
-                    if reference.and_then(|r| r.namespace.as_deref()) == Some(namespace.as_str()) {
-                        let name = pv.metadata.name.unwrap_or_default();
-                        let patch = serde_json::json!({"metadata": {"finalizers": null}});
-                        let _ = pvs.patch(&name, &Default::default(), &kube::api::Patch::Merge(patch)).await;
-                        let _ = pvs.delete(&name, &DeleteParams::default()).await;
-                    }
-                }
-            });
+            }
         });
-        let _ = cleaning.join();
     }
 }
 
@@ -204,14 +195,7 @@ fn provisioner_args(socket: &Path, base_delay: &str, max_delay: &str) -> Vec<Str
 }
 
 fn plugin_volumes(socket: &Path) -> BTreeSet<String> {
-    let output = std::process::Command::new(binary("csictl"))
-        .arg(format!("--endpoint=unix://{}", socket.display()))
-        .args(["list-volumes", "-o", "json"])
-        .output()
-        .expect("run csictl");
-    assert!(output.status.success(), "csictl list-volumes: {}", String::from_utf8_lossy(&output.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("csictl json");
-    rows.as_array().expect("a list").iter().map(|r| r["volume_id"].as_str().unwrap_or_default().to_string()).collect()
+    plugin_volume_rows(socket).iter().map(|r| r["volume_id"].as_str().unwrap_or_default().to_string()).collect()
 }
 
 fn selected_node(claim: &PersistentVolumeClaim) -> Option<String> {

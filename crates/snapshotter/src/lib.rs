@@ -1,0 +1,8 @@
+//! Snapshots of single volumes, split as upstream splits them so that existing deployments map one to one:
+//!
+//! - the **snapshot-controller** (one per cluster) binds VolumeSnapshots to VolumeSnapshotContents, creates the
+//!   content of a dynamic snapshot, keeps the finalizers and carries the content's status back to the snapshot;
+//! - **csi-snapshotter** (beside each driver) cuts and deletes the snapshots of its driver's contents.
+//!
+//! - [`translate`]: the pure rules of both (reference: ../shared/reference/external-snapshotter.md §3).
+pub mod translate;

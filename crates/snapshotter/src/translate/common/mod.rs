@@ -1,0 +1,1 @@
+//! The snapshot-controller's rules (reference §3.1).

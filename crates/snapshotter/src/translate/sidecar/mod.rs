@@ -1,0 +1,1 @@
+//! csi-snapshotter's rules (reference §3.2).

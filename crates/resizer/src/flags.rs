@@ -6,7 +6,7 @@ use std::time::Duration;
 use sidecar_runtime::flags::{go_bool, go_duration};
 use sidecar_runtime::{CommonArgs, FeatureGates, RetryArgs};
 
-use crate::names::{
+use crate::translate::names::{
     GATE_ANNOTATE_FS_RESIZE, GATE_RECOVER_VOLUME_EXPANSION_FAILURE, GATE_RELEASE_LEADER_ELECTION_ON_EXIT,
     GATE_VOLUME_ATTRIBUTES_CLASS,
 };

@@ -6,11 +6,11 @@ use std::time::Duration;
 use anyhow::Context;
 use csi_client::Connection;
 use csi_client::proto::{NodeGetCapabilitiesRequest, node_client::NodeClient, node_service_capability};
-use resizer::capabilities::{self, ControllerExpansion};
 use resizer::controller::{Controller, Options, ResizerMetrics, event_component};
-use resizer::expansion::decide::ExpansionConfig;
 use resizer::flags::Args;
-use resizer::modification::decide::ModificationConfig;
+use resizer::translate::capabilities::{self, ControllerExpansion};
+use resizer::translate::expansion::decide::ExpansionConfig;
+use resizer::translate::modification::decide::ModificationConfig;
 use sidecar_runtime::leader_election::resizer_lease_name;
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
 

@@ -1,14 +1,14 @@
-//! One expansion sync of a claim, in the order [`crate::expansion::decide`] documents: PV cleanup, memory, mark,
+//! One expansion sync of a claim, in the order [`crate::translate::expansion::decide`] documents: PV cleanup, memory, mark,
 //! event, call, PV patch, claim patch, event.
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use sidecar_runtime::Outcome;
 
 use super::{ClaimKey, Shared, is_conflict};
-use crate::call_failure::CallFailure;
-use crate::expansion::decide::{ExpansionAction, ExpansionConfig, ExpansionMemory, Skip, decide_expansion};
-use crate::expansion::request::{controller_expand_volume_request, expand_secret_reference};
-use crate::expansion::result::{ExpandedVolume, expansion_outcome, resize_failed_event};
+use crate::translate::call_failure::CallFailure;
+use crate::translate::expansion::decide::{ExpansionAction, ExpansionConfig, ExpansionMemory, Skip, decide_expansion};
+use crate::translate::expansion::request::{controller_expand_volume_request, expand_secret_reference};
+use crate::translate::expansion::result::{ExpandedVolume, expansion_outcome, resize_failed_event};
 
 impl Shared {
     /// Returns the queue verdict and the claim and PV as this sync left them.
@@ -78,8 +78,10 @@ impl Shared {
         let call_error;
         let result = if plan.call_driver {
             let single_node_multi_writer = match config.expander {
-                crate::capabilities::Expander::Controller { single_node_multi_writer } => single_node_multi_writer,
-                crate::capabilities::Expander::NodeOnly => false,
+                crate::translate::capabilities::Expander::Controller { single_node_multi_writer } => {
+                    single_node_multi_writer
+                }
+                crate::translate::capabilities::Expander::NodeOnly => false,
             };
             let request = match self.secret_data(expand_secret_reference(&volume)).await {
                 Err(text) => Err(text),
@@ -145,10 +147,10 @@ impl Shared {
     ) {
         let message = format!(
             "resize volume \"{}\" by resizer \"{}\" failed: {error}",
-            crate::claim::volume_name(volume),
+            crate::translate::claim::volume_name(volume),
             config.driver_name
         );
-        tracing::warn!(claim = %crate::claim::claim_key(claim), "{message}");
+        tracing::warn!(claim = %crate::translate::claim::claim_key(claim), "{message}");
         self.publish(claim, &resize_failed_event(message)).await;
     }
 }

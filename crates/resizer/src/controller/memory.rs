@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use std::time::Instant;
 
-use crate::expansion::decide::ExpansionMemoryChange;
-use crate::memory::SetChange;
-use crate::modification::decide::ModificationMemoryChange;
+use crate::translate::expansion::decide::ExpansionMemoryChange;
+use crate::translate::memory::SetChange;
+use crate::translate::modification::decide::ModificationMemoryChange;
 
 #[derive(Default)]
 struct Sets {

@@ -1,5 +1,5 @@
 //! The I/O half of the resizer: watch caches, one work queue keyed by claim, the driver calls and the writes. Every
-//! rule lives in the pure modules ([`crate::expansion`], [`crate::modification`]); this module only reads the caches,
+//! rule lives in the pure modules ([`crate::translate::expansion`], [`crate::translate::modification`]); this module only reads the caches,
 //! hands plain values to them and carries out what they say, in the documented order.
 //!
 //! Expansion and modification of a claim run in the same sync of the same queue key, one after the other, so they
@@ -25,12 +25,12 @@ use tokio_util::sync::CancellationToken;
 
 pub use metrics::ResizerMetrics;
 
-use crate::event::{ClaimEvent, EventType};
-use crate::expansion::decide::ExpansionConfig;
-use crate::modification::decide::ModificationConfig;
-use crate::names::EVENT_COMPONENT;
-use crate::patch::{ClaimStatusPatch, VolumePatch};
-use crate::secret_ref::SecretRef;
+use crate::translate::event::{ClaimEvent, EventType};
+use crate::translate::expansion::decide::ExpansionConfig;
+use crate::translate::modification::decide::ModificationConfig;
+use crate::translate::names::EVENT_COMPONENT;
+use crate::translate::patch::{ClaimStatusPatch, VolumePatch};
+use crate::translate::secret_ref::SecretRef;
 use memory::Memory;
 use stores::Stores;
 
@@ -127,7 +127,7 @@ async fn resync(shared: Arc<Shared>) {
     loop {
         ticker.tick().await;
         for claim in shared.stores.claims.state() {
-            shared.queue.add(crate::claim::claim_key(&claim));
+            shared.queue.add(crate::translate::claim::claim_key(&claim));
         }
     }
 }
@@ -146,7 +146,7 @@ impl Shared {
     /// One sync of a claim: expansion, then modification, with the claim as the first left it.
     async fn sync(&self, key: &ClaimKey) -> Outcome {
         let Some(claim) = self.stores.claim(key) else { return Outcome::Done };
-        let volume_name = crate::claim::bound_volume_name(&claim).to_string();
+        let volume_name = crate::translate::claim::bound_volume_name(&claim).to_string();
         if volume_name.is_empty() {
             return Outcome::Done;
         }
@@ -193,7 +193,7 @@ impl Shared {
         }
         let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
-        let name = crate::claim::claim_name(claim);
+        let name = crate::translate::claim::claim_name(claim);
         api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await
     }
 
@@ -206,7 +206,7 @@ impl Shared {
             return Ok(volume.clone());
         }
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
-        let name = crate::claim::volume_name(volume);
+        let name = crate::translate::claim::volume_name(volume);
         api.patch(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await
     }
 

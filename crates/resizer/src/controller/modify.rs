@@ -1,4 +1,4 @@
-//! One modification sync of a claim, in the order [`crate::modification::decide`] documents: memory, mark, event,
+//! One modification sync of a claim, in the order [`crate::translate::modification::decide`] documents: memory, mark, event,
 //! Secret, call, PV patch, claim patch, event.
 
 use std::sync::Arc;
@@ -8,10 +8,12 @@ use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use sidecar_runtime::Outcome;
 
 use super::{ClaimKey, Shared, is_conflict};
-use crate::call_failure::CallFailure;
-use crate::modification::decide::{ModificationAction, ModificationConfig, ModificationMemory, decide_modification};
-use crate::modification::request::{controller_modify_volume_request, modify_secret_reference};
-use crate::modification::result::modification_outcome;
+use crate::translate::call_failure::CallFailure;
+use crate::translate::modification::decide::{
+    ModificationAction, ModificationConfig, ModificationMemory, decide_modification,
+};
+use crate::translate::modification::request::{controller_modify_volume_request, modify_secret_reference};
+use crate::translate::modification::result::modification_outcome;
 
 impl Shared {
     pub(super) async fn modify(
@@ -25,7 +27,7 @@ impl Shared {
         let memory = ModificationMemory { slow_retry: facts.modify_slow_retry, uncertain: facts.uncertain };
         // The decision borrows classes from the cache: hold the few it may ask for.
         let classes: Vec<Arc<VolumeAttributesClass>> = [
-            crate::claim::requested_class(&claim),
+            crate::translate::claim::requested_class(&claim),
             claim
                 .status
                 .as_ref()

@@ -1,5 +1,5 @@
 //! The watch caches and the event filters (reference §3.2, §4.2): which change queues which claim. The filters are
-//! the pure ones from [`crate::expansion::filter`] and [`crate::modification::filter`]; this module only gives them
+//! the pure ones from [`crate::translate::expansion::filter`] and [`crate::translate::modification::filter`]; this module only gives them
 //! the old and the new object.
 
 use std::fmt::Debug;
@@ -15,11 +15,11 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 
 use super::Shared;
-use crate::claim::claim_key;
-use crate::expansion::in_use::claims_in_use;
-use crate::modification::decide::uncertain_at_startup;
-use crate::modification::filter::awaited_class;
-use crate::names::MODIFY_IN_PROGRESS;
+use crate::translate::claim::claim_key;
+use crate::translate::expansion::in_use::claims_in_use;
+use crate::translate::modification::decide::uncertain_at_startup;
+use crate::translate::modification::filter::awaited_class;
+use crate::translate::names::MODIFY_IN_PROGRESS;
 
 /// Read-only views of the caches.
 pub struct Stores {
@@ -190,12 +190,16 @@ pub async fn watch_all(shared: Arc<Shared>) {
 impl Shared {
     fn claim_update_needs_sync(&self, old: &PersistentVolumeClaim, new: &PersistentVolumeClaim) -> bool {
         let expansion = self.options.expansion.as_ref().is_some_and(|config| {
-            crate::expansion::filter::claim_update_needs_sync(old, new, config.recover_volume_expansion_failure)
+            crate::translate::expansion::filter::claim_update_needs_sync(
+                old,
+                new,
+                config.recover_volume_expansion_failure,
+            )
         });
         let modification = self.options.modification.is_some() && {
-            let old_volume = crate::claim::bound_volume_name(old);
+            let old_volume = crate::translate::claim::bound_volume_name(old);
             let known = !old_volume.is_empty() && self.stores.volume(old_volume).is_some();
-            crate::modification::filter::claim_update_needs_sync(old, new, known)
+            crate::translate::modification::filter::claim_update_needs_sync(old, new, known)
         };
         expansion || modification
     }

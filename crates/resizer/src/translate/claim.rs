@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimCondition};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::names::{CLAIM_BOUND, CONDITION_TRUE, RESOURCE_STORAGE};
+use crate::translate::names::{CLAIM_BOUND, CONDITION_TRUE, RESOURCE_STORAGE};
 
 /// `namespace/name`, the key upstream keeps its per-claim memory under and prints in messages.
 pub fn claim_key(claim: &PersistentVolumeClaim) -> String {

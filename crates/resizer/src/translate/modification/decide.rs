@@ -15,15 +15,17 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::claim::{bound_volume_name, claim_key, claim_name, conditions, current_class, has_condition, is_bound};
-use crate::conditions::{merge_modify_conditions, modify_condition, remove_conditions};
-use crate::event::ClaimEvent;
-use crate::memory::SetChange;
-use crate::names::{
+use crate::translate::claim::{
+    bound_volume_name, claim_key, claim_name, conditions, current_class, has_condition, is_bound,
+};
+use crate::translate::conditions::{merge_modify_conditions, modify_condition, remove_conditions};
+use crate::translate::event::ClaimEvent;
+use crate::translate::memory::SetChange;
+use crate::translate::names::{
     CONDITION_MODIFY_VOLUME_ERROR, CONDITION_MODIFYING_VOLUME, EVENT_VOLUME_MODIFY, EVENT_VOLUME_MODIFY_CANCELED,
     EVENT_VOLUME_MODIFY_FAILED, MODIFY_IN_PROGRESS, MODIFY_INFEASIBLE, MODIFY_PENDING,
 };
-use crate::patch::{ClaimStatusPatch, ModifyVolumeStatusChange};
+use crate::translate::patch::{ClaimStatusPatch, ModifyVolumeStatusChange};
 
 /// The modification settings.
 #[derive(Clone, Debug, PartialEq, Eq)]

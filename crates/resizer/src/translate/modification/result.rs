@@ -8,16 +8,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tonic::Code;
 
 use super::decide::{ModificationMemoryChange, ModifyPlan};
-use crate::call_failure::{CallFailure, grpc_message};
-use crate::claim::{claim_name, conditions};
-use crate::conditions::{merge_modify_conditions, modify_condition, remove_conditions};
-use crate::event::ClaimEvent;
-use crate::memory::SetChange;
-use crate::names::{
+use crate::translate::call_failure::{CallFailure, grpc_message};
+use crate::translate::claim::{claim_name, conditions};
+use crate::translate::conditions::{merge_modify_conditions, modify_condition, remove_conditions};
+use crate::translate::event::ClaimEvent;
+use crate::translate::memory::SetChange;
+use crate::translate::names::{
     CONDITION_MODIFY_VOLUME_ERROR, CONDITION_MODIFYING_VOLUME, EVENT_VOLUME_MODIFY_FAILED,
     EVENT_VOLUME_MODIFY_SUCCESSFUL, MODIFY_IN_PROGRESS, MODIFY_INFEASIBLE,
 };
-use crate::patch::{ClaimStatusPatch, ModifyVolumeStatusChange, VolumePatch};
+use crate::translate::patch::{ClaimStatusPatch, ModifyVolumeStatusChange, VolumePatch};
 
 /// What to write after ControllerModifyVolume.
 #[derive(Clone, Debug, PartialEq)]

@@ -11,18 +11,18 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tonic::Code;
 
 use super::decide::{ExpansionConfig, ExpansionMemoryChange};
-use crate::call_failure::CallFailure;
-use crate::claim::{annotation, conditions, resize_status, status_capacity, volume_annotation, volume_name};
-use crate::conditions::{merge_resize_conditions, remove_conditions, resize_condition};
-use crate::event::ClaimEvent;
-use crate::memory::SetChange;
-use crate::names::{
+use crate::translate::call_failure::CallFailure;
+use crate::translate::claim::{annotation, conditions, resize_status, status_capacity, volume_annotation, volume_name};
+use crate::translate::conditions::{merge_resize_conditions, remove_conditions, resize_condition};
+use crate::translate::event::ClaimEvent;
+use crate::translate::memory::SetChange;
+use crate::translate::names::{
     ANN_NODE_EXPANSION_NOT_REQUIRED, ANN_PRE_RESIZE_CAPACITY, CONDITION_CONTROLLER_RESIZE_ERROR,
     CONDITION_FILE_SYSTEM_RESIZE_PENDING, CONTROLLER_RESIZE_INFEASIBLE, EVENT_FILE_SYSTEM_RESIZE_REQUIRED,
     EVENT_VOLUME_RESIZE_FAILED, EVENT_VOLUME_RESIZE_SUCCESSFUL, NODE_RESIZE_PENDING, RESIZE_CONDITIONS,
 };
-use crate::patch::{ClaimStatusPatch, StorageStatusChange, VolumePatch};
-use crate::quantity::Size;
+use crate::translate::patch::{ClaimStatusPatch, StorageStatusChange, VolumePatch};
+use crate::translate::quantity::Size;
 
 /// The volume after a successful controller step.
 #[derive(Clone, Debug, PartialEq)]

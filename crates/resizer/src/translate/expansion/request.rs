@@ -6,10 +6,10 @@ use csi_client::proto::volume_capability::{AccessMode, AccessType, BlockVolume, 
 use csi_client::proto::{CapacityRange, ControllerExpandVolumeRequest, VolumeCapability};
 use k8s_openapi::api::core::v1::PersistentVolume;
 
-use crate::claim::volume_name;
-use crate::names::VOLUME_MODE_BLOCK;
-use crate::quantity::Size;
-use crate::secret_ref::SecretRef;
+use crate::translate::claim::volume_name;
+use crate::translate::names::VOLUME_MODE_BLOCK;
+use crate::translate::quantity::Size;
+use crate::translate::secret_ref::SecretRef;
 use csi_client::access_modes::{AccessModeError, csi_access_mode};
 
 /// A request that cannot be built; the driver is not called (upstream's non-gRPC errors).

@@ -13,21 +13,21 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::capabilities::Expander;
-use crate::claim::{
+use crate::translate::capabilities::Expander;
+use crate::translate::claim::{
     allocated_size, annotation, bound_volume_name, claim_key, conditions, has_true_condition, is_bound, requested_size,
     resize_status, status_capacity, volume_annotation, volume_capacity, volume_name,
 };
-use crate::conditions::{merge_resize_conditions, resize_condition};
-use crate::event::ClaimEvent;
-use crate::memory::SetChange;
-use crate::names::{
+use crate::translate::conditions::{merge_resize_conditions, resize_condition};
+use crate::translate::event::ClaimEvent;
+use crate::translate::memory::SetChange;
+use crate::translate::names::{
     ANN_NODE_EXPANSION_NOT_REQUIRED, ANN_PRE_RESIZE_CAPACITY, CONDITION_FILE_SYSTEM_RESIZE_PENDING, CONDITION_RESIZING,
     CONTROLLER_RESIZE_IN_PROGRESS, CONTROLLER_RESIZE_INFEASIBLE, EVENT_RESIZING, EVENT_VOLUME_RESIZE_FAILED,
     NODE_RESIZE_IN_PROGRESS, NODE_RESIZE_INFEASIBLE, NODE_RESIZE_PENDING,
 };
-use crate::patch::{ClaimStatusPatch, StorageStatusChange, VolumePatch};
-use crate::quantity::{QuantityError, Size};
+use crate::translate::patch::{ClaimStatusPatch, StorageStatusChange, VolumePatch};
+use crate::translate::quantity::{QuantityError, Size};
 
 /// The expansion settings: the driver, how it expands, and the flags and gates that change the rules.
 #[derive(Clone, Debug, PartialEq, Eq)]

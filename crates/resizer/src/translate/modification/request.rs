@@ -6,12 +6,12 @@ use csi_client::proto::ControllerModifyVolumeRequest;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 
-use crate::claim::{claim_name, volume_annotation, volume_name};
-use crate::names::{
+use crate::translate::claim::{claim_name, volume_annotation, volume_name};
+use crate::translate::names::{
     ANN_CONTROLLER_MODIFY_SECRET_NAME, ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE, PARAM_PV_NAME, PARAM_PVC_NAME,
     PARAM_PVC_NAMESPACE,
 };
-use crate::secret_ref::SecretRef;
+use crate::translate::secret_ref::SecretRef;
 
 /// A request that cannot be built; the driver is not called.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -4,9 +4,9 @@
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::claim::{annotation, requested_size, resize_status, status_capacity};
-use crate::names::ANN_STORAGE_RESIZER;
-use crate::quantity::quantity_bytes;
+use crate::translate::claim::{annotation, requested_size, resize_status, status_capacity};
+use crate::translate::names::ANN_STORAGE_RESIZER;
+use crate::translate::quantity::quantity_bytes;
 
 /// Whether an update of a claim queues it for expansion.
 pub fn claim_update_needs_sync(

@@ -18,13 +18,13 @@ use tonic::Code;
 
 use super::decide::*;
 use super::result::*;
-use crate::call_failure::CallFailure;
-use crate::capabilities::Expander;
-use crate::claim::{allocated_size, annotation, conditions, resize_status, status_capacity};
-use crate::event::{ClaimEvent, EventType};
-use crate::memory::SetChange;
-use crate::patch::{ClaimStatusPatch, ConditionChange, StorageStatusChange, VolumePatch};
-use crate::quantity::Size;
+use crate::translate::call_failure::CallFailure;
+use crate::translate::capabilities::Expander;
+use crate::translate::claim::{allocated_size, annotation, conditions, resize_status, status_capacity};
+use crate::translate::event::{ClaimEvent, EventType};
+use crate::translate::memory::SetChange;
+use crate::translate::patch::{ClaimStatusPatch, ConditionChange, StorageStatusChange, VolumePatch};
+use crate::translate::quantity::Size;
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
 const NOT_REQUIRED: &str = "volume.kubernetes.io/node-expansion-not-required";

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::{Map, Value, json};
 
-use crate::names::RESOURCE_STORAGE;
+use crate::translate::names::RESOURCE_STORAGE;
 
 /// One change to `status.conditions`.
 #[derive(Clone, Debug, PartialEq)]

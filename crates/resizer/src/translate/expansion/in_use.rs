@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::names::{POD_FAILED, POD_SUCCEEDED};
+use crate::translate::names::{POD_FAILED, POD_SUCCEEDED};
 
 /// The claims (`namespace/claimName`) a pod uses through `persistentVolumeClaim` volumes; none once the pod has
 /// terminated (phase Succeeded or Failed). Generic ephemeral volumes are not counted, as upstream.

@@ -17,11 +17,11 @@ use tonic::Code;
 use super::decide::*;
 use super::filter::awaited_class;
 use super::result::*;
-use crate::call_failure::CallFailure;
-use crate::claim::{conditions, current_class};
-use crate::event::ClaimEvent;
-use crate::memory::SetChange;
-use crate::patch::{ClaimStatusPatch, ConditionChange, ModifyVolumeStatusChange, VolumePatch};
+use crate::translate::call_failure::CallFailure;
+use crate::translate::claim::{conditions, current_class};
+use crate::translate::event::ClaimEvent;
+use crate::translate::memory::SetChange;
+use crate::translate::patch::{ClaimStatusPatch, ConditionChange, ModifyVolumeStatusChange, VolumePatch};
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
 

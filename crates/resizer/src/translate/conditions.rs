@@ -9,8 +9,8 @@
 use k8s_openapi::api::core::v1::PersistentVolumeClaimCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::names::{CONDITION_TRUE, RESIZE_CONDITIONS};
-use crate::patch::ConditionChange;
+use crate::translate::names::{CONDITION_TRUE, RESIZE_CONDITIONS};
+use crate::translate::patch::ConditionChange;
 
 /// A resize condition as expansion writes it: status True, `lastTransitionTime` = now, no reason.
 pub fn resize_condition(type_: &str, message: Option<String>, now: &Time) -> PersistentVolumeClaimCondition {

@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
-use crate::claim::{is_bound, requested_class};
-use crate::names::MODIFY_PENDING;
+use crate::translate::claim::{is_bound, requested_class};
+use crate::translate::names::MODIFY_PENDING;
 
 /// Whether an update of a claim queues it (item 6): its class changed or nothing is being modified, it is Bound,
 /// and `old_volume_known` (the PV named by the *old* claim's `spec.volumeName` is in the store).

@@ -4,12 +4,13 @@
 use std::collections::BTreeSet;
 
 use crate::proto::{
-    ControllerServiceCapability, GroupControllerServiceCapability, PluginCapability, controller_service_capability,
-    group_controller_service_capability, plugin_capability,
+    ControllerServiceCapability, GroupControllerServiceCapability, NodeServiceCapability, PluginCapability,
+    controller_service_capability, group_controller_service_capability, node_service_capability, plugin_capability,
 };
 
 pub use crate::proto::controller_service_capability::rpc::Type as ControllerCapability;
 pub use crate::proto::group_controller_service_capability::rpc::Type as GroupControllerCapability;
+pub use crate::proto::node_service_capability::rpc::Type as NodeCapability;
 pub use crate::proto::plugin_capability::service::Type as PluginService;
 pub use crate::proto::plugin_capability::volume_expansion::Type as VolumeExpansion;
 
@@ -56,15 +57,11 @@ pub struct ControllerCapabilities(pub BTreeSet<ControllerCapability>);
 
 impl ControllerCapabilities {
     pub fn from_response(capabilities: &[ControllerServiceCapability]) -> Self {
-        let set = capabilities
-            .iter()
-            .filter_map(|c| match &c.r#type {
-                Some(controller_service_capability::Type::Rpc(rpc)) => ControllerCapability::try_from(rpc.r#type).ok(),
-                None => None,
-            })
-            .filter(|t| *t != ControllerCapability::Unknown)
-            .collect();
-        ControllerCapabilities(set)
+        ControllerCapabilities(known(
+            capabilities
+                .iter()
+                .map(|c| c.r#type.as_ref().map(|controller_service_capability::Type::Rpc(rpc)| rpc.r#type)),
+        ))
     }
 
     pub fn has(&self, capability: ControllerCapability) -> bool {
@@ -78,22 +75,38 @@ pub struct GroupControllerCapabilities(pub BTreeSet<GroupControllerCapability>);
 
 impl GroupControllerCapabilities {
     pub fn from_response(capabilities: &[GroupControllerServiceCapability]) -> Self {
-        let set = capabilities
-            .iter()
-            .filter_map(|c| match &c.r#type {
-                Some(group_controller_service_capability::Type::Rpc(rpc)) => {
-                    GroupControllerCapability::try_from(rpc.r#type).ok()
-                }
-                None => None,
-            })
-            .filter(|t| *t != GroupControllerCapability::Unknown)
-            .collect();
-        GroupControllerCapabilities(set)
+        GroupControllerCapabilities(known(
+            capabilities
+                .iter()
+                .map(|c| c.r#type.as_ref().map(|group_controller_service_capability::Type::Rpc(rpc)| rpc.r#type)),
+        ))
     }
 
     pub fn has(&self, capability: GroupControllerCapability) -> bool {
         self.0.contains(&capability)
     }
+}
+
+/// What NodeGetCapabilities answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeCapabilities(pub BTreeSet<NodeCapability>);
+
+impl NodeCapabilities {
+    pub fn from_response(capabilities: &[NodeServiceCapability]) -> Self {
+        NodeCapabilities(known(
+            capabilities.iter().map(|c| c.r#type.as_ref().map(|node_service_capability::Type::Rpc(rpc)| rpc.r#type)),
+        ))
+    }
+
+    pub fn has(&self, capability: NodeCapability) -> bool {
+        self.0.contains(&capability)
+    }
+}
+
+/// The capability types a driver listed, without empty entries, values this version does not know, and `UNKNOWN`
+/// (0 in every capability enum).
+fn known<T: TryFrom<i32> + Ord>(types: impl Iterator<Item = Option<i32>>) -> BTreeSet<T> {
+    types.flatten().filter(|t| *t != 0).filter_map(|t| T::try_from(t).ok()).collect()
 }
 
 #[cfg(test)]
@@ -119,6 +132,17 @@ mod tests {
             set.0.into_iter().collect::<Vec<_>>(),
             vec![ControllerCapability::CreateDeleteVolume, ControllerCapability::ModifyVolume]
         );
+    }
+
+    #[test]
+    fn node_set_skips_unknown_and_empty() {
+        use crate::proto::node_service_capability as nsc;
+        let node = |t: i32| NodeServiceCapability { r#type: Some(nsc::Type::Rpc(nsc::Rpc { r#type: t })) };
+        let caps =
+            [node(NodeCapability::ExpandVolume as i32), node(0), node(999), NodeServiceCapability { r#type: None }];
+        let set = NodeCapabilities::from_response(&caps);
+        assert_eq!(set.0.into_iter().collect::<Vec<_>>(), vec![NodeCapability::ExpandVolume]);
+        assert!(!NodeCapabilities::from_response(&[]).has(NodeCapability::ExpandVolume));
     }
 
     #[test]

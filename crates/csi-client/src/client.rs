@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
 
-use crate::capabilities::{ControllerCapabilities, GroupControllerCapabilities, PluginCapabilities};
+use crate::capabilities::{ControllerCapabilities, GroupControllerCapabilities, NodeCapabilities, PluginCapabilities};
 use crate::connection::Connection;
 use crate::error::{CallError, go_code_name};
 use crate::metrics::OperationMetrics;
@@ -136,6 +136,8 @@ impl CsiClient {
         proto::GroupControllerGetCapabilitiesRequest => proto::GroupControllerGetCapabilitiesResponse);
 
     rpc!(node_get_info, NodeClient, "Node", "NodeGetInfo", node_get_info, proto::NodeGetInfoRequest => proto::NodeGetInfoResponse);
+    rpc!(node_get_capabilities_raw, NodeClient, "Node", "NodeGetCapabilities", node_get_capabilities,
+        proto::NodeGetCapabilitiesRequest => proto::NodeGetCapabilitiesResponse);
 
     rpc!(create_volume, ControllerClient, "Controller", "CreateVolume", create_volume,
         proto::CreateVolumeRequest => proto::CreateVolumeResponse);
@@ -187,6 +189,11 @@ impl CsiClient {
     pub async fn controller_capabilities(&self) -> Result<ControllerCapabilities, CallError> {
         let response = self.controller_get_capabilities_raw(proto::ControllerGetCapabilitiesRequest {}).await?;
         Ok(ControllerCapabilities::from_response(&response.capabilities))
+    }
+
+    pub async fn node_capabilities(&self) -> Result<NodeCapabilities, CallError> {
+        let response = self.node_get_capabilities_raw(proto::NodeGetCapabilitiesRequest {}).await?;
+        Ok(NodeCapabilities::from_response(&response.capabilities))
     }
 
     pub async fn group_controller_capabilities(&self) -> Result<GroupControllerCapabilities, CallError> {

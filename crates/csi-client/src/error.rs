@@ -85,6 +85,20 @@ impl CallError {
         }
     }
 
+    /// The message as a Go sidecar reads it with `status.Message()`: a timeout reads as Go's context error.
+    pub fn go_message(&self) -> String {
+        match self {
+            CallError::Status { status, .. } => status.message().to_string(),
+            CallError::Timeout { .. } => "context deadline exceeded".to_string(),
+        }
+    }
+
+    /// How a Go gRPC client prints the failure, the text upstream's events and conditions carry:
+    /// `rpc error: code = <Code> desc = <message>`.
+    pub fn go_text(&self) -> String {
+        format!("rpc error: code = {} desc = {}", go_code_name(self.code()), self.go_message())
+    }
+
     /// The `grpc_status_code` metric label for this failure.
     pub fn metric_code(&self) -> &'static str {
         match self {
@@ -155,6 +169,31 @@ pub fn code_from_go_name(name: &str) -> Option<Code> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_read_like_go() {
+        let status = |code, message| CallError::Status {
+            method: "/csi.v1.Controller/ControllerExpandVolume",
+            status: tonic::Status::new(code, message),
+        };
+        let timeout =
+            CallError::Timeout { method: "/csi.v1.Controller/CreateVolume", timeout: Duration::from_secs(10) };
+        // (case, error, Go message, Go text)
+        let table = [
+            ("status", status(Code::Cancelled, "gone"), "gone", "rpc error: code = Canceled desc = gone"),
+            ("empty message", status(Code::Internal, ""), "", "rpc error: code = Internal desc = "),
+            (
+                "timeout",
+                timeout,
+                "context deadline exceeded",
+                "rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+            ),
+        ];
+        for (case, error, message, text) in table {
+            assert_eq!(error.go_message(), message, "{case}");
+            assert_eq!(error.go_text(), text, "{case}");
+        }
+    }
 
     #[test]
     fn codes_classify_as_upstream() {

@@ -104,18 +104,6 @@ pub struct Args {
     /// Serve /debug/pprof (a Go facility; accepted, no effect).
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
     pub enable_pprof: bool,
-    /// Accepted for compatibility; no effect.
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
-    pub log_text_split_stream: bool,
-    /// Accepted for compatibility; no effect.
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
-    pub log_json_split_stream: bool,
-    /// Accepted for compatibility; no effect.
-    #[arg(long, hide = true)]
-    pub log_text_info_buffer_size: Option<String>,
-    /// Accepted for compatibility; no effect.
-    #[arg(long, hide = true)]
-    pub log_json_info_buffer_size: Option<String>,
 }
 
 /// `--node-deployment` without the node to serve.

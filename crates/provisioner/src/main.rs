@@ -103,10 +103,6 @@ async fn main() -> anyhow::Result<()> {
     if let Some(address) = sidecar.serve_http().await? {
         tracing::info!(%address, "serving metrics and health checks");
     }
-    // In a pod POD_NAME is the hostname, upstream's identity; it also tells replicas on one host apart.
-    if let Some(pod) = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()) {
-        sidecar.set_leader_identity(pod);
-    }
     sidecar.run(&provisioner_lease_name(&driver), args.timeout, |stop| controller.run(stop)).await?;
     Ok(())
 }

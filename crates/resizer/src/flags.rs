@@ -39,19 +39,6 @@ pub struct Args {
     /// After FailedPrecondition, retry expansion only once no pod uses the claim (watches every Pod).
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = go_bool)]
     pub handle_volume_inuse_error: bool,
-
-    /// Accepted for compatibility; no effect.
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
-    pub log_text_split_stream: bool,
-    /// Accepted for compatibility; no effect.
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
-    pub log_json_split_stream: bool,
-    /// Accepted for compatibility; no effect.
-    #[arg(long, hide = true)]
-    pub log_text_info_buffer_size: Option<String>,
-    /// Accepted for compatibility; no effect.
-    #[arg(long, hide = true)]
-    pub log_json_info_buffer_size: Option<String>,
 }
 
 /// The feature gates the resizer knows, after defaults.

@@ -1,20 +1,17 @@
 //! csi-resizer: expands volumes (ControllerExpandVolume) and modifies them through VolumeAttributesClass
 //! (ControllerModifyVolume). A drop-in for the upstream image: same flags, Lease, events and status writes.
 
-use std::time::Duration;
-
 use anyhow::Context;
-use csi_client::Connection;
-use csi_client::proto::{NodeGetCapabilitiesRequest, node_client::NodeClient, node_service_capability};
+use csi_client::capabilities::NodeCapability;
+use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use resizer::controller::{Controller, Options, ResizerMetrics, event_component};
 use resizer::flags::Args;
 use resizer::translate::capabilities::{self, ControllerExpansion};
 use resizer::translate::expansion::decide::ExpansionConfig;
 use resizer::translate::modification::decide::ModificationConfig;
+use sidecar_runtime::kube_client::api_resource_exists;
 use sidecar_runtime::leader_election::resizer_lease_name;
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
-
-/// Upstream waits for the driver's socket forever; this is "forever" in practice.
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -28,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
         None => volume_attributes_class_api(&client).await,
     };
 
-    let sidecar_runtime::Driver { connection, csi, name: driver } = sidecar.connect_driver(args.timeout).await?;
+    let sidecar_runtime::Driver { csi, name: driver, .. } = sidecar.connect_driver(args.timeout).await?;
 
     let plugin = csi.plugin_capabilities().await.context("GetPluginCapabilities")?;
     let controller = csi.controller_capabilities().await.context("ControllerGetCapabilities")?;
@@ -36,7 +33,8 @@ async fn main() -> anyhow::Result<()> {
         match capabilities::controller_expansion(&plugin, &controller).context("Failed to create CSI resizer")? {
             ControllerExpansion::Supported(expander) => Some(expander),
             ControllerExpansion::AskNode => {
-                let expander = capabilities::node_expansion(node_expands(&connection, args.timeout).await?);
+                let node = csi.node_capabilities().await.context("NodeGetCapabilities")?;
+                let expander = capabilities::node_expansion(node.has(NodeCapability::ExpandVolume));
                 match expander {
                     Some(_) => tracing::info!("CSI driver supports node resize only"),
                     None => tracing::info!("Resize not supported"),
@@ -75,9 +73,6 @@ async fn main() -> anyhow::Result<()> {
     if let Some(address) = sidecar.serve_http().await? {
         tracing::info!(%address, "serving metrics and health checks");
     }
-    if let Some(pod) = std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()) {
-        sidecar.set_leader_identity(pod);
-    }
     sidecar.run(&resizer_lease_name(&driver), args.timeout, |stop| controller.run(stop)).await?;
     Ok(())
 }
@@ -85,9 +80,8 @@ async fn main() -> anyhow::Result<()> {
 /// §2: without an explicit gate, modification runs only if storage.k8s.io/v1 serves VolumeAttributesClass; if
 /// discovery fails, the gate stays on.
 async fn volume_attributes_class_api(client: &kube::Client) -> bool {
-    match client.list_api_group_resources("storage.k8s.io/v1").await {
-        Ok(list) => {
-            let found = list.resources.iter().any(|r| r.kind == "VolumeAttributesClass");
+    match api_resource_exists::<VolumeAttributesClass>(client).await {
+        Ok(found) => {
             if !found {
                 tracing::warn!("storage.k8s.io/v1 VolumeAttributesClass is not served; modification is disabled");
             }
@@ -98,16 +92,4 @@ async fn volume_attributes_class_api(client: &kube::Client) -> bool {
             true
         }
     }
-}
-
-/// NodeGetCapabilities: whether the node service can expand.
-async fn node_expands(connection: &Connection, timeout: Duration) -> anyhow::Result<bool> {
-    let mut node = NodeClient::new(connection.channel.clone());
-    let mut request = tonic::Request::new(NodeGetCapabilitiesRequest {});
-    request.set_timeout(timeout);
-    let response = node.node_get_capabilities(request).await.context("NodeGetCapabilities")?.into_inner();
-    Ok(response.capabilities.iter().any(|c| {
-        matches!(&c.r#type, Some(node_service_capability::Type::Rpc(rpc))
-            if rpc.r#type == node_service_capability::rpc::Type::ExpandVolume as i32)
-    }))
 }

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Resource};
 
 /// client-go keeps this many distinct events in its correlation cache.
 const CACHE_CAPACITY: usize = 4096;
@@ -124,6 +124,11 @@ impl EventRecorder {
         self.source.component.as_deref().unwrap_or_default()
     }
 
+    /// Records `event`, decided by pure code, about `object`.
+    pub async fn record<K: Resource<DynamicType = ()>>(&self, object: &K, event: &PlannedEvent) {
+        self.publish(&object_reference(object), event.event_type, event.reason, &event.message).await;
+    }
+
     /// Records an event about `object`. Like client-go, never fails the caller:
     /// an event the API server refuses is logged and dropped.
     pub async fn publish(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) {
@@ -198,6 +203,21 @@ impl EventRecorder {
     }
 }
 
+/// The reference an Event (or a content's back-pointer) makes to `object`: kind, apiVersion, namespace, name, uid and
+/// resourceVersion, as client-go's `reference.GetReference` fills it.
+pub fn object_reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
+    let meta = object.meta();
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        field_path: None,
+    }
+}
+
 /// The Event client-go would create: named `<object>.<unix nanos in hex>`, in
 /// the object's namespace (`default` for cluster-scoped objects such as PVs).
 fn new_event(
@@ -262,6 +282,29 @@ mod tests {
         let volume = ObjectReference { namespace: None, ..volume };
         let event = new_event(&EventSource::default(), &volume, EventType::Normal, "R", "m", now);
         assert_eq!(event.metadata.namespace.as_deref(), Some("default"));
+    }
+
+    #[test]
+    fn references_name_the_object_as_client_go_does() {
+        let claim = k8s_openapi::api::core::v1::PersistentVolumeClaim {
+            metadata: ObjectMeta {
+                name: Some("data".into()),
+                namespace: Some("apps".into()),
+                uid: Some("u-1".into()),
+                resource_version: Some("7".into()),
+                ..ObjectMeta::default()
+            },
+            ..Default::default()
+        };
+        let reference = object_reference(&claim);
+        assert_eq!(reference.kind.as_deref(), Some("PersistentVolumeClaim"));
+        assert_eq!(reference.api_version.as_deref(), Some("v1"));
+        assert_eq!(
+            (reference.namespace.as_deref(), reference.name.as_deref(), reference.uid.as_deref()),
+            (Some("apps"), Some("data"), Some("u-1"))
+        );
+        assert_eq!(reference.resource_version.as_deref(), Some("7"));
+        assert_eq!(reference.field_path, None);
     }
 
     #[test]

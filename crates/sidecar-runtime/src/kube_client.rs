@@ -87,6 +87,19 @@ pub fn client_from_config(config: kube::Config, qps: f32, burst: u32) -> Result<
     Ok(builder.with_layer(&RateLimitLayer::new(qps, burst)).build())
 }
 
+/// Whether the API server serves kind `K` at `K`'s group and version (API discovery, one request).
+pub async fn api_resource_exists<K: kube::Resource<DynamicType = ()>>(
+    client: &kube::Client,
+) -> Result<bool, kube::Error> {
+    let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
+    let resources = if group.is_empty() {
+        client.list_core_api_resources(&version).await?
+    } else {
+        client.list_api_group_resources(&format!("{group}/{version}")).await?
+    };
+    Ok(resources.resources.iter().any(|r| r.kind == kind))
+}
+
 fn parse_master(master: &str) -> Result<http::Uri, KubeClientError> {
     let invalid = |reason: String| KubeClientError::Master { master: master.to_string(), reason };
     let uri: http::Uri = master.parse().map_err(|err: http::uri::InvalidUri| invalid(err.to_string()))?;

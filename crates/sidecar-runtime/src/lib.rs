@@ -6,7 +6,9 @@
 //! - [`kube_client`] and [`rate_limit`]: the Kubernetes client with client-go's QPS/burst limit.
 //! - [`leader_election`]: Lease-based leader election that interoperates with client-go.
 //! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`.
+//! - [`watch`]: watch caches and the loop that fills them before any worker starts.
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
+//! - [`finalizer`]: adding and removing a finalizer with the verb upstream's roles grant.
 //! - [`events`]: core/v1 Events as client-go records them.
 //! - [`logging`]: tracing to stderr, text or JSON, verbosity from `-v`.
 //! - [`shutdown`] and [`run`]: SIGTERM handling, draining, leading while running.
@@ -15,6 +17,7 @@
 
 mod driver;
 pub mod events;
+pub mod finalizer;
 pub mod flags;
 pub mod http;
 pub mod kube_client;
@@ -25,9 +28,10 @@ pub mod rate_limit;
 pub mod run;
 pub mod shutdown;
 mod sidecar;
+pub mod watch;
 
 pub use driver::{Driver, DriverError};
-pub use events::{EventRecorder, EventType};
+pub use events::{EventRecorder, EventType, PlannedEvent, object_reference};
 pub use flags::{CommonArgs, FeatureGates, LoggingFormat, RetryArgs};
 pub use queue::{Outcome, QueueMetrics, RetryPolicy, WorkItem, WorkQueue};
 pub use run::{LeadershipLost, RELEASE_LEADER_ELECTION_ON_EXIT};

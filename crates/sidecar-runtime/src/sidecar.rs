@@ -28,6 +28,12 @@ use crate::logging::LoggingError;
 use crate::run::{self, RELEASE_LEADER_ELECTION_ON_EXIT};
 use crate::shutdown::Shutdown;
 
+/// `$POD_NAME`, the leader-election identity when set: in a pod it is the hostname (upstream's identity), and it also
+/// tells apart replicas that share a host.
+fn pod_name() -> Option<String> {
+    std::env::var("POD_NAME").ok().filter(|p| !p.is_empty())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
@@ -69,7 +75,7 @@ impl Sidecar {
             client,
             registry: Some(Registry::default()),
             leader_status: LeaderStatus::new(),
-            leader_identity: None,
+            leader_identity: pod_name(),
             shutdown,
         })
     }
@@ -106,8 +112,8 @@ impl Sidecar {
         self.registry.as_mut().expect("register metrics before serve_http")
     }
 
-    /// Overrides the leader-election identity (default: the hostname). Only for
-    /// tests and tools that run several electors on one host.
+    /// Overrides the leader-election identity (default: `$POD_NAME`, else the
+    /// hostname). Only for tests and tools that run several electors on one host.
     pub fn set_leader_identity(&mut self, identity: impl Into<String>) {
         self.leader_identity = Some(identity.into());
     }

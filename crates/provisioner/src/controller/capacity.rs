@@ -31,7 +31,6 @@ use crate::translate::capacity::{
     CapacityKey, LABEL_DRIVER_NAME, LABEL_MANAGED_BY, Measured, Publisher, Segment, desired, is_managed, new_object,
     reconcile, segments, updated_object,
 };
-use crate::translate::refusal::grpc_error_text;
 
 /// `--enable-capacity` and its companions.
 #[derive(Clone, Debug)]
@@ -272,7 +271,7 @@ impl Capacity {
             parameters: class.parameters.clone().unwrap_or_default().into_iter().collect(),
             accessible_topology: Some(Topology { segments: key.segment.clone().into_iter().collect() }),
         };
-        let response = shared.csi.get_capacity(request).await.map_err(|e| grpc_error_text(&e))?;
+        let response = shared.csi.get_capacity(request).await.map_err(|e| e.go_text())?;
         let measured =
             Measured { available: response.available_capacity, maximum_volume_size: response.maximum_volume_size };
         let publisher = &self.options.publisher;

@@ -19,7 +19,7 @@ use crate::translate::deletion::{
 };
 use crate::translate::names::{EVENT_VOLUME_FAILED_DELETE, FINALIZER_PV};
 use crate::translate::node_deployment::volume_is_local;
-use crate::translate::refusal::{ClaimEvent, EventType, grpc_error_text};
+use crate::translate::refusal::{EventType, PlannedEvent};
 use crate::translate::secrets::{Credentials, SecretKind, secret_reference};
 
 impl Shared {
@@ -71,7 +71,7 @@ impl Shared {
         tracing::info!(volume = %name, %volume_handle, "deleting volume");
         let request = DeleteVolumeRequest { volume_id: volume_handle.to_string(), secrets: secrets.into_map() };
         if let Err(err) = self.csi_for(migrated).delete_volume(request).await {
-            return self.delete_failed(volume, &class, grpc_error_text(&err)).await;
+            return self.delete_failed(volume, &class, err.go_text()).await;
         }
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         match api.delete(name, &DeleteParams::default()).await {
@@ -96,7 +96,7 @@ impl Shared {
         let name = volume.metadata.name.as_deref().unwrap_or_default();
         tracing::warn!(volume = %name, error = %message, "deletion failed");
         self.metrics.delete_failed(class);
-        let event = ClaimEvent { event_type: EventType::Warning, reason: EVENT_VOLUME_FAILED_DELETE, message };
+        let event = PlannedEvent { event_type: EventType::Warning, reason: EVENT_VOLUME_FAILED_DELETE, message };
         self.publish(volume, &event).await;
         Outcome::Retry
     }

@@ -30,18 +30,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use csi_client::CsiClient;
-use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Resource;
+use sidecar_runtime::finalizer::FinalizerWrite;
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 use crate::translate::provisioner::Provisioner;
-use crate::translate::refusal::{ClaimEvent, EventType};
+use crate::translate::refusal::PlannedEvent;
 use crate::translate::topology::TopologyPin;
 use capacity::Capacity;
 pub use metrics::ProvisioningMetrics;
 use own_writes::OwnWrites;
-use stores::Stores;
+use stores::{Feeds, Stores};
 
 /// A claim in the queue. Claims are queued by UID as upstream does; the name travels with it for the store lookup
 /// (a claim's namespace and name never change, so equality by all three is equality by UID).
@@ -64,9 +65,9 @@ pub struct Options {
 }
 
 /// The provisioner's controllers. Cheap to clone.
-#[derive(Clone)]
 pub struct Controller {
     shared: Arc<Shared>,
+    feeds: Feeds,
 }
 
 struct Shared {
@@ -101,18 +102,8 @@ impl Controller {
         queue_metrics: Option<&QueueMetrics>,
         metrics: ProvisioningMetrics,
     ) -> Controller {
-        fn queue<K: sidecar_runtime::queue::QueueKey>(
-            name: &str,
-            retry: RetryPolicy,
-            metrics: Option<&QueueMetrics>,
-        ) -> WorkQueue<K> {
-            match metrics {
-                Some(m) => WorkQueue::with_metrics(name, retry, m),
-                None => WorkQueue::new(name, retry),
-            }
-        }
         // Node mode takes its topology from NodeGetInfo, not from watching every Node (item 70).
-        let stores = Stores::new(provisioner.supports_topology() && provisioner.node_deployment.is_none());
+        let (stores, feeds) = Stores::new(provisioner.supports_topology() && provisioner.node_deployment.is_none());
         let shared = Shared {
             client,
             csi,
@@ -120,8 +111,8 @@ impl Controller {
             events,
             options,
             stores,
-            claims: queue("claims", options.retry, queue_metrics),
-            volumes: queue("volumes", options.retry, queue_metrics),
+            claims: WorkQueue::with_optional_metrics("claims", options.retry, queue_metrics),
+            volumes: WorkQueue::with_optional_metrics("volumes", options.retry, queue_metrics),
             pins: Mutex::default(),
             own_writes: Mutex::default(),
             ownership_attempts: Mutex::default(),
@@ -129,7 +120,7 @@ impl Controller {
             metrics,
             capacity: None,
         };
-        Controller { shared: Arc::new(shared) }
+        Controller { shared: Arc::new(shared), feeds }
     }
 
     /// Publishes CSIStorageCapacity with `capacity`. Call before [`Controller::run`].
@@ -137,7 +128,7 @@ impl Controller {
         let shared = Arc::get_mut(&mut self.shared).expect("with_capacity is called before the controller runs");
         // Central capacity needs the segments of every node, whether or not provisioning uses topology.
         if shared.provisioner.node_deployment.is_none() {
-            shared.stores = Stores::new(true);
+            (shared.stores, self.feeds) = Stores::new(true);
         }
         shared.capacity = Some(Arc::new(capacity));
         self
@@ -153,48 +144,37 @@ impl Controller {
                 stopping.cancel();
             });
         }
-        let watching = stores::watch_all(shared.clone());
-        tokio::pin!(watching);
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            ready = shared.stores.wait_until_ready() => {
-                if !ready {
-                    tracing::error!("the watch caches stopped before they were filled");
-                    return;
-                }
-            }
-            _ = &mut watching => return,
-        }
-        tracing::info!(driver = %shared.provisioner.driver_name, "caches filled, provisioning");
-        // Everything the caches hold now is queued once, as an informer's initial adds are.
-        shared.queue_everything();
-
-        let workers = shared.options.workers;
-        let (claim_queue, volume_queue) = (shared.claims.clone(), shared.volumes.clone());
-        let claims = {
-            let shared = shared.clone();
-            claim_queue.run(workers, stop.clone(), move |key| {
-                let shared = shared.clone();
-                async move { shared.sync_claim(&key).await }
+        let watches = stores::watches(&shared, self.feeds);
+        watches
+            .serve(&stop, || async {
+                tracing::info!(driver = %shared.provisioner.driver_name, "caches filled, provisioning");
+                // Everything the caches hold now is queued once, as an informer's initial adds are.
+                shared.queue_everything();
+                let workers = shared.options.workers;
+                let claims = shared.claims.run(workers, stop.clone(), {
+                    let shared = shared.clone();
+                    move |key| {
+                        let shared = shared.clone();
+                        async move { shared.sync_claim(&key).await }
+                    }
+                });
+                let volumes = shared.volumes.run(workers, stop.clone(), {
+                    let shared = shared.clone();
+                    move |name| {
+                        let shared = shared.clone();
+                        async move { shared.sync_volume(&name).await }
+                    }
+                });
+                let sweep =
+                    shared.sweep_snapshot_protection(shared.options.snapshot_orphan_sweep_interval, stop.clone());
+                let capacity = async {
+                    if let Some(capacity) = shared.capacity.clone() {
+                        capacity.run(shared.clone(), stop.clone()).await;
+                    }
+                };
+                tokio::join!(claims, volumes, sweep, capacity);
             })
-        };
-        let volumes = {
-            let shared = shared.clone();
-            volume_queue.run(workers, stop.clone(), move |name| {
-                let shared = shared.clone();
-                async move { shared.sync_volume(&name).await }
-            })
-        };
-        let sweep = shared.sweep_snapshot_protection(shared.options.snapshot_orphan_sweep_interval, stop.clone());
-        let capacity = async {
-            if let Some(capacity) = shared.capacity.clone() {
-                capacity.run(shared.clone(), stop.clone()).await;
-            }
-        };
-        tokio::select! {
-            _ = async { tokio::join!(claims, volumes, sweep, capacity) } => {}
-            _ = &mut watching => tracing::error!("watches ended unexpectedly"),
-        }
+            .await;
     }
 }
 
@@ -212,13 +192,8 @@ impl Shared {
         }
     }
 
-    async fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, event: &ClaimEvent) {
-        let reference = object_reference(object);
-        let event_type = match event.event_type {
-            EventType::Normal => sidecar_runtime::EventType::Normal,
-            EventType::Warning => sidecar_runtime::EventType::Warning,
-        };
-        self.events.publish(&reference, event_type, event.reason, &event.message).await;
+    async fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, event: &PlannedEvent) {
+        self.events.record(object, event).await;
     }
 
     /// Something that may change the published capacity happened (a class, a node, a volume).
@@ -257,39 +232,34 @@ impl Shared {
         self.own_writes().observed(uid, version)
     }
 
-    /// Runs `write` on `claim` as one of our own writes; a foreign change seen meanwhile queues the claim.
-    async fn own_write<F>(&self, claim: &PersistentVolumeClaim, write: F) -> Result<(), kube::Error>
+    /// Runs the finalizer `write` on `claim` as one of our own writes; a foreign change seen meanwhile queues the
+    /// claim.
+    async fn own_write<F>(
+        &self,
+        claim: &PersistentVolumeClaim,
+        write: F,
+    ) -> Result<FinalizerWrite<PersistentVolumeClaim>, kube::Error>
     where
-        F: Future<Output = Result<PersistentVolumeClaim, kube::Error>>,
+        F: Future<Output = Result<FinalizerWrite<PersistentVolumeClaim>, kube::Error>>,
     {
         let uid = claim.metadata.uid.clone().unwrap_or_default();
         self.own_writes().begin(&uid);
         let result = write.await;
-        let version = result.as_ref().ok().and_then(|c| c.metadata.resource_version.clone());
+        let version = match &result {
+            Ok(FinalizerWrite::Written(stored)) => stored.metadata.resource_version.clone(),
+            _ => None,
+        };
         if self.own_writes().end(&uid, version.as_deref())
             && let Some(key) = stores::claim_key(claim)
         {
             self.claims.add(key);
         }
-        result.map(|_| ())
+        result
     }
 
     /// `--retry-interval-max`: how long an infeasible claim waits.
     fn slow_retry(&self) -> Duration {
         self.options.retry.max
-    }
-}
-
-fn object_reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
-    let meta = object.meta();
-    ObjectReference {
-        api_version: Some(K::api_version(&()).into_owned()),
-        kind: Some(K::kind(&()).into_owned()),
-        name: meta.name.clone(),
-        namespace: meta.namespace.clone(),
-        uid: meta.uid.clone(),
-        resource_version: meta.resource_version.clone(),
-        field_path: None,
     }
 }
 

@@ -6,12 +6,12 @@ use csi_client::proto::{CreateVolumeRequest, DeleteVolumeRequest, TopologyRequir
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
-use serde_json::json;
 use sidecar_runtime::Outcome;
+use sidecar_runtime::finalizer::{FinalizerWrite, set_finalizer};
 
-use super::{ClaimKey, Shared};
+use super::{ClaimKey, Shared, stores};
 use crate::translate::claim_filter::{
     ClaimDecision, claim_class_name, claim_decision, library_volume_name, selected_node,
 };
@@ -29,8 +29,8 @@ use crate::translate::parameters::deprecation_warnings;
 use crate::translate::persistent_volume::persistent_volume;
 use crate::translate::reference_grant::{ReferenceGrant, check_grant, needs_grant};
 use crate::translate::refusal::{
-    ClaimEvent, EventType, ProvisioningState, Refusal, RefusalKind, create_volume_failure, grpc_error_text,
-    provisioning_event, provisioning_succeeded_event,
+    EventType, PlannedEvent, ProvisioningState, Refusal, RefusalKind, create_volume_failure, provisioning_event,
+    provisioning_succeeded_event,
 };
 use crate::translate::secrets::{
     Credentials, SecretKind, SecretRef, SecretReferences, credentials, secret_read_failure, secret_reference,
@@ -184,17 +184,16 @@ impl Shared {
             self.prepare(claim, class, node).await?;
 
         // Beyond upstream: recorded in the API before the call, so a crash cannot lose the volume.
-        if !has_provisioning_finalizer(claim) {
+        let protected = if has_provisioning_finalizer(claim) {
+            claim.clone()
+        } else {
             self.add_finalizer(claim, FINALIZER_PROVISIONING_PROTECTION)
                 .await
-                .map_err(|e| Refusal::no_change(api_error_text(&e)))?;
-        }
+                .map_err(|e| Refusal::no_change(api_error_text(&e)))?
+                .ok_or_else(|| Refusal::no_change(format!("claim {} is gone", claim_path(claim))))?
+        };
         if let Some(source) = &clone_source {
-            let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &source.namespace);
-            let patch = json!({"metadata": {"finalizers": [FINALIZER_CLONE_PROTECTION]}});
-            api.patch(&source.name, &PatchParams::default(), &Patch::Strategic(patch))
-                .await
-                .map_err(|e| Refusal::no_change(api_error_text(&e)))?;
+            self.protect_clone_source(source).await?;
         }
         if let Some(source) = &snapshot_source {
             self.protect_snapshot(source).await?;
@@ -205,7 +204,7 @@ impl Shared {
             Err(err) => {
                 let refusal = create_volume_failure(&err, may_reschedule);
                 if driver_is_done(refusal.state) {
-                    self.remove_claim_finalizer_logged(claim).await;
+                    self.remove_claim_finalizer_logged(&protected).await;
                 }
                 return Err(refusal);
             }
@@ -232,7 +231,7 @@ impl Shared {
         self.save_volume(&pv).await?;
         // The PV exists: the finalizer has done its job. Should this fail, the PV's watch event queues the claim
         // again and the next run releases it.
-        self.remove_claim_finalizer_logged(claim).await;
+        self.remove_claim_finalizer_logged(&protected).await;
         if let Some(source) = &snapshot_source {
             self.release_snapshot(claim, source).await;
         }
@@ -443,7 +442,7 @@ impl Shared {
                 let volume_id = response.volume.map(|v| v.volume_id).unwrap_or_default();
                 let request = DeleteVolumeRequest { volume_id, secrets: prepared.credentials.into_map() };
                 if let Err(err) = csi.delete_volume(request).await {
-                    return self.cleanup_failed(claim, grpc_error_text(&err)).await;
+                    return self.cleanup_failed(claim, err.go_text()).await;
                 }
                 tracing::info!(claim = %path, volume = %volume_name, "deleted the volume of the deleted claim");
             }
@@ -464,7 +463,7 @@ impl Shared {
 
     async fn cleanup_failed(&self, claim: &PersistentVolumeClaim, message: String) -> Outcome {
         tracing::warn!(claim = %claim_path(claim), error = %message, "cleanup of a deleted claim's volume failed");
-        let event = ClaimEvent { event_type: EventType::Warning, reason: EVENT_PROVISIONING_CLEANUP_FAILED, message };
+        let event = PlannedEvent { event_type: EventType::Warning, reason: EVENT_PROVISIONING_CLEANUP_FAILED, message };
         self.publish(claim, &event).await;
         Outcome::Retry
     }
@@ -483,7 +482,7 @@ impl Shared {
             let request = DeleteVolumeRequest { volume_id: volume_id.to_string(), secrets: secrets.clone() };
             match self.csi_for(migrated).delete_volume(request).await {
                 Ok(_) => return Ok(()),
-                Err(err) => last = grpc_error_text(&err),
+                Err(err) => last = err.go_text(),
             }
             if Instant::now() >= deadline {
                 break;
@@ -523,27 +522,35 @@ impl Shared {
         Api::namespaced(self.client.clone(), claim.metadata.namespace.as_deref().unwrap_or_default())
     }
 
-    async fn add_finalizer(&self, claim: &PersistentVolumeClaim, finalizer: &str) -> Result<(), kube::Error> {
-        // The uid makes the patch fail on a claim recreated under the same name.
-        let patch = json!({"metadata": {"uid": claim.metadata.uid, "finalizers": [finalizer]}});
-        let name = claim.metadata.name.as_deref().unwrap_or_default();
+    /// Adds `finalizer` to the claim; returns the claim as stored (`None` when it is gone).
+    async fn add_finalizer(
+        &self,
+        claim: &PersistentVolumeClaim,
+        finalizer: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, kube::Error> {
         let api = self.claims_api(claim);
-        self.own_write(claim, api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))).await
+        let written = self.own_write(claim, set_finalizer(&api, claim, finalizer, true)).await?;
+        Ok(match written {
+            FinalizerWrite::Written(stored) => Some(stored),
+            FinalizerWrite::Unchanged => Some(claim.clone()),
+            FinalizerWrite::Gone => None,
+        })
     }
 
     async fn remove_claim_finalizer(&self, claim: &PersistentVolumeClaim) -> Result<(), kube::Error> {
         self.remove_finalizer(claim, FINALIZER_PROVISIONING_PROTECTION).await
     }
 
+    /// Removes `finalizer` from the newest copy of the claim this provisioner has seen (the cache's, or `claim`
+    /// when that is newer, as right after our own write), so that the update rarely meets a Conflict.
     async fn remove_finalizer(&self, claim: &PersistentVolumeClaim, finalizer: &str) -> Result<(), kube::Error> {
-        let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}});
-        let name = claim.metadata.name.as_deref().unwrap_or_default();
-        let api = self.claims_api(claim);
-        match self.own_write(claim, api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))).await {
-            Ok(()) => Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-            Err(err) => Err(err),
-        }
+        let cached = stores::claim_key(claim).and_then(|key| self.stores.claim(&key));
+        let newest = match cached {
+            Some(cached) if newer(&cached, claim) => (*cached).clone(),
+            _ => claim.clone(),
+        };
+        let api = self.claims_api(&newest);
+        self.own_write(&newest, set_finalizer(&api, &newest, finalizer, false)).await.map(|_| ())
     }
 
     /// Removes the finalizer (whether or not the cached claim shows it: it may have been added since).
@@ -553,11 +560,36 @@ impl Shared {
         }
     }
 
-    /// Gives the claim back to the scheduler (item 40).
+    /// Adds the clone-protection finalizer to the claim being cloned (read from the cache: the plan found it there).
+    async fn protect_clone_source(&self, source: &DataSource) -> Result<(), Refusal> {
+        let Some(source_claim) = self.stores.claims.get(&ObjectRef::new(&source.name).within(&source.namespace)) else {
+            return Err(Refusal::no_change(format!("source claim {}/{} is gone", source.namespace, source.name)));
+        };
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &source.namespace);
+        set_finalizer(&api, &*source_claim, FINALIZER_CLONE_PROTECTION, true)
+            .await
+            .map(|_| ())
+            .map_err(|e| Refusal::no_change(api_error_text(&e)))
+    }
+
+    /// Gives the claim back to the scheduler (item 40): an update of the cached claim without the annotation (a
+    /// Conflict retries the claim).
     async fn remove_selected_node(&self, claim: &PersistentVolumeClaim) -> Result<(), kube::Error> {
-        let patch = json!({"metadata": {"annotations": {ANN_SELECTED_NODE: null}}});
+        let mut updated = claim.clone();
+        let Some(annotations) = updated.metadata.annotations.as_mut() else { return Ok(()) };
+        if annotations.remove(ANN_SELECTED_NODE).is_none() {
+            return Ok(());
+        }
         let name = claim.metadata.name.as_deref().unwrap_or_default();
-        self.claims_api(claim).patch(name, &PatchParams::default(), &Patch::Merge(patch)).await?;
+        self.claims_api(claim).replace(name, &PostParams::default(), &updated).await?;
         Ok(())
     }
+}
+
+/// Whether `a` is a later version of the claim than `b` (resourceVersions compared as integers, as upstream's
+/// snapshot controller compares them; an unreadable one is never newer).
+fn newer(a: &PersistentVolumeClaim, b: &PersistentVolumeClaim) -> bool {
+    let version =
+        |c: &PersistentVolumeClaim| c.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok());
+    a.metadata.uid == b.metadata.uid && matches!((version(a), version(b)), (Some(a), Some(b)) if a > b)
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use csi_client::capabilities::ControllerCapability;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams};
-use serde_json::json;
+use kube::api::ListParams;
+use sidecar_runtime::finalizer::set_finalizer;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent};
 use tokio_util::sync::CancellationToken;
 
@@ -19,12 +19,7 @@ use super::provision::api_error_text;
 use crate::translate::data_source::DataSource;
 use crate::translate::names::FINALIZER_SNAPSHOT_SOURCE_PROTECTION;
 use crate::translate::refusal::Refusal;
-use crate::translate::snapshot_source::{
-    SnapshotRestore, has_source_protection, snapshot_restore, source_protection_releasable,
-};
-
-/// Attempts at a finalizer change that keeps meeting newer versions of the snapshot.
-const CONFLICT_ATTEMPTS: usize = 5;
+use crate::translate::snapshot_source::{SnapshotRestore, snapshot_restore, source_protection_releasable};
 
 impl Shared {
     /// The content source for restoring `source` into `claim`, or why not yet.
@@ -96,38 +91,21 @@ impl Shared {
         snapshots.get_opt(&source.name).await.ok().flatten()
     }
 
-    /// Adds or removes the finalizer. VolumeSnapshot is a custom resource, so there is no strategic merge: the list
-    /// is replaced under the version read, and a conflict reads again.
+    /// Adds or removes the finalizer on the snapshot as read now (snapshots are not cached), with an update.
     async fn change_snapshot_finalizer(&self, source: &DataSource, add: bool) -> Result<(), kube::Error> {
         let snapshots: Api<VolumeSnapshot> = Api::namespaced(self.client.clone(), &source.namespace);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let Some(snapshot) = snapshots.get_opt(&source.name).await? else { return Ok(()) };
-            if has_source_protection(&snapshot) == add {
-                return Ok(());
+        let Some(snapshot) = snapshots.get_opt(&source.name).await? else { return Ok(()) };
+        match set_finalizer(&snapshots, &snapshot, FINALIZER_SNAPSHOT_SOURCE_PROTECTION, add).await {
+            Ok(_) => Ok(()),
+            // Upstream tolerates RBAC without `update` on snapshots (older deployments): go on unprotected.
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                tracing::warn!(
+                    snapshot = %source.name,
+                    "no permission to update volumesnapshots: the snapshot's finalizers are left as they are"
+                );
+                Ok(())
             }
-            let mut finalizers = snapshot.metadata.finalizers.clone().unwrap_or_default();
-            if add {
-                finalizers.push(FINALIZER_SNAPSHOT_SOURCE_PROTECTION.to_string());
-            } else {
-                finalizers.retain(|f| f != FINALIZER_SNAPSHOT_SOURCE_PROTECTION);
-            }
-            let patch = json!({"metadata": {
-                "finalizers": finalizers,
-                "resourceVersion": snapshot.metadata.resource_version,
-            }});
-            match snapshots.patch(&source.name, &PatchParams::default(), &Patch::Merge(patch)).await {
-                Ok(_) => return Ok(()),
-                Err(kube::Error::Api(status)) if status.code == 409 && attempt < CONFLICT_ATTEMPTS => continue,
-                Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
-                // Upstream tolerates RBAC without `update` on snapshots (older deployments): go on unprotected.
-                Err(kube::Error::Api(status)) if status.code == 403 => {
-                    tracing::warn!(snapshot = %source.name, "no permission to change the snapshot's finalizers");
-                    return Ok(());
-                }
-                Err(err) => return Err(err),
-            }
+            Err(err) => Err(err),
         }
     }
 

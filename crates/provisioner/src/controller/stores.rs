@@ -1,15 +1,12 @@
 //! The watch caches and the event filters: which change queues which key.
 
-use std::fmt::Debug;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::Api;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::{WatchStreamExt, reflector::store::Writer};
+use kube::runtime::reflector::{ObjectRef, Store};
+use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
 
 use super::{ClaimKey, Shared};
 use crate::translate::claim_filter::claim_class_name;
@@ -25,66 +22,32 @@ pub struct Stores {
     /// Only when the driver supports topology (item 44), and never in node mode (item 70).
     pub csi_nodes: Option<Store<CSINode>>,
     pub nodes: Option<Store<Node>>,
-    writers: std::sync::Mutex<Option<Writers>>,
 }
 
-struct Writers {
-    claims: Writer<PersistentVolumeClaim>,
-    volumes: Writer<PersistentVolume>,
-    classes: Writer<StorageClass>,
-    csi_nodes: Option<Writer<CSINode>>,
-    nodes: Option<Writer<Node>>,
+/// The writing halves of the caches, until the watches start.
+pub struct Feeds {
+    claims: CacheFeed<PersistentVolumeClaim>,
+    volumes: CacheFeed<PersistentVolume>,
+    classes: CacheFeed<StorageClass>,
+    csi_nodes: Option<CacheFeed<CSINode>>,
+    nodes: Option<CacheFeed<Node>>,
 }
 
 impl Stores {
-    pub fn new(topology: bool) -> Stores {
-        let (claims, claims_writer) = reflector::store();
-        let (volumes, volumes_writer) = reflector::store();
-        let (classes, classes_writer) = reflector::store();
-        let (csi_nodes, csi_nodes_writer) = if topology {
-            let (store, writer) = reflector::store();
-            (Some(store), Some(writer))
-        } else {
-            (None, None)
+    pub fn new(topology: bool) -> (Stores, Feeds) {
+        let (claims, claims_feed) = watch::cache();
+        let (volumes, volumes_feed) = watch::cache();
+        let (classes, classes_feed) = watch::cache();
+        let (csi_nodes, csi_nodes_feed) = watch::optional_cache(topology);
+        let (nodes, nodes_feed) = watch::optional_cache(topology);
+        let feeds = Feeds {
+            claims: claims_feed,
+            volumes: volumes_feed,
+            classes: classes_feed,
+            csi_nodes: csi_nodes_feed,
+            nodes: nodes_feed,
         };
-        let (nodes, nodes_writer) = if topology {
-            let (store, writer) = reflector::store();
-            (Some(store), Some(writer))
-        } else {
-            (None, None)
-        };
-        let writers = Writers {
-            claims: claims_writer,
-            volumes: volumes_writer,
-            classes: classes_writer,
-            csi_nodes: csi_nodes_writer,
-            nodes: nodes_writer,
-        };
-        Stores { claims, volumes, classes, csi_nodes, nodes, writers: std::sync::Mutex::new(Some(writers)) }
-    }
-
-    /// True once every cache holds a complete list; false if a watch ended first.
-    pub async fn wait_until_ready(&self) -> bool {
-        let csi_nodes = async {
-            match &self.csi_nodes {
-                Some(store) => store.wait_until_ready().await.is_ok(),
-                None => true,
-            }
-        };
-        let nodes = async {
-            match &self.nodes {
-                Some(store) => store.wait_until_ready().await.is_ok(),
-                None => true,
-            }
-        };
-        let (a, b, c, d, e) = tokio::join!(
-            self.claims.wait_until_ready(),
-            self.volumes.wait_until_ready(),
-            self.classes.wait_until_ready(),
-            csi_nodes,
-            nodes
-        );
-        a.is_ok() && b.is_ok() && c.is_ok() && d && e
+        (Stores { claims, volumes, classes, csi_nodes, nodes }, feeds)
     }
 
     pub fn claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
@@ -132,110 +95,89 @@ fn clone_source_key(shared: &Shared, claim: &PersistentVolumeClaim) -> Option<Cl
     claim_key(&source)
 }
 
-/// Runs every watch, feeding the caches and the queues, until one ends (they retry with backoff, so normally
-/// never).
-pub async fn watch_all(shared: Arc<Shared>) {
-    let Some(writers) = shared.stores.writers.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-        tracing::error!("the watches were already started");
-        return;
-    };
+/// The watches feeding the caches and the queues.
+pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let client = shared.client.clone();
+    let mut watches = Watches::default();
 
-    let claims = {
-        let shared = shared.clone();
-        watch(Api::<PersistentVolumeClaim>::all(client.clone()), writers.claims, move |event| match event {
-            Event::Apply(claim) | Event::InitApply(claim) => {
-                if claim_concerns_us(claim)
-                    && shared.claim_changed(claim)
-                    && let Some(key) = claim_key(claim)
+    let s = shared.clone();
+    watches.watch(feeds.claims, Api::all(client.clone()), move |change| match change {
+        Change::Applied { object: claim, .. } => {
+            if claim_concerns_us(claim)
+                && s.claim_changed(claim)
+                && let Some(key) = claim_key(claim)
+            {
+                s.claims.add(key);
+            }
+            if let Some(source) = clone_source_key(&s, claim) {
+                s.claims.add(source);
+            }
+        }
+        Change::Deleted(claim) => {
+            if let Some(uid) = claim.metadata.uid.as_deref() {
+                s.forget_pin(uid);
+                s.own_writes().forget(uid);
+                s.forget_ownership(uid);
+            }
+            if let Some(source) = clone_source_key(&s, claim) {
+                s.claims.add(source);
+            }
+        }
+        Change::Listed => {}
+    });
+
+    let s = shared.clone();
+    watches.watch(feeds.volumes, Api::all(client.clone()), move |change| {
+        if let Change::Applied { object: volume, .. } = change {
+            if let Some(name) = volume.metadata.name.clone() {
+                s.volumes.add(name);
+            }
+            // A claim waiting for its PV to drop the provisioning finalizer.
+            if let Some(key) = bound_claim_key(volume) {
+                s.claims.add(key);
+            }
+        }
+    });
+
+    let s = shared.clone();
+    watches.watch(feeds.classes, Api::all(client.clone()), move |change| {
+        if matches!(change, Change::Applied { listed: false, .. } | Change::Deleted(_)) {
+            s.capacity_keys_may_have_changed();
+        }
+        if let Change::Applied { object: class, listed: false, .. } = change {
+            // A class that appears or changes may unblock its claims.
+            let name = class.metadata.name.clone().unwrap_or_default();
+            for claim in s.stores.claims.state() {
+                let pending = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_none_or(str::is_empty);
+                if pending
+                    && claim_class_name(&claim) == name
+                    && claim_concerns_us(&claim)
+                    && let Some(key) = claim_key(&claim)
                 {
-                    shared.claims.add(key);
-                }
-                if let Some(source) = clone_source_key(&shared, claim) {
-                    shared.claims.add(source);
+                    s.claims.add(key);
                 }
             }
-            Event::Delete(claim) => {
-                if let Some(uid) = claim.metadata.uid.as_deref() {
-                    shared.forget_pin(uid);
-                    shared.own_writes().forget(uid);
-                    shared.forget_ownership(uid);
-                }
-                if let Some(source) = clone_source_key(&shared, claim) {
-                    shared.claims.add(source);
-                }
-            }
-            Event::Init | Event::InitDone => {}
-        })
-    };
-    let volumes = {
-        let shared = shared.clone();
-        watch(Api::<PersistentVolume>::all(client.clone()), writers.volumes, move |event| match event {
-            Event::Apply(volume) | Event::InitApply(volume) => {
-                if let Some(name) = volume.metadata.name.clone() {
-                    shared.volumes.add(name);
-                }
-                // A claim waiting for its PV to drop the provisioning finalizer.
-                if let Some(key) = bound_claim_key(volume) {
-                    shared.claims.add(key);
-                }
-            }
-            Event::Delete(_) | Event::Init | Event::InitDone => {}
-        })
-    };
-    let classes = {
-        let shared = shared.clone();
-        watch(Api::<StorageClass>::all(client.clone()), writers.classes, move |event| {
-            if matches!(event, Event::Apply(_) | Event::Delete(_)) {
-                shared.capacity_keys_may_have_changed();
-            }
-            if let Event::Apply(class) = event {
-                // A class that appears or changes may unblock its claims.
-                let name = class.metadata.name.clone().unwrap_or_default();
-                for claim in shared.stores.claims.state() {
-                    let pending = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_none_or(str::is_empty);
-                    if pending
-                        && claim_class_name(&claim) == name
-                        && claim_concerns_us(&claim)
-                        && let Some(key) = claim_key(&claim)
-                    {
-                        shared.claims.add(key);
-                    }
-                }
-            }
-        })
-    };
-    let csi_nodes = async {
-        if let Some(writer) = writers.csi_nodes {
-            watch(Api::<CSINode>::all(client.clone()), writer, |event| {
-                if matches!(event, Event::Apply(_) | Event::Delete(_)) {
-                    shared.capacity_keys_may_have_changed();
-                }
-            })
-            .await;
-        } else {
-            std::future::pending::<()>().await;
         }
-    };
-    let nodes = async {
-        if let Some(writer) = writers.nodes {
-            watch(Api::<Node>::all(client.clone()), writer, |event| {
-                if matches!(event, Event::Apply(_) | Event::Delete(_)) {
-                    shared.capacity_keys_may_have_changed();
-                }
-            })
-            .await;
-        } else {
-            std::future::pending::<()>().await;
-        }
-    };
-    tokio::select! {
-        _ = claims => {}
-        _ = volumes => {}
-        _ = classes => {}
-        _ = csi_nodes => {}
-        _ = nodes => {}
+    });
+
+    // Topology objects matter only to the published capacity once the caches are filled.
+    if let Some(feed) = feeds.csi_nodes {
+        let s = shared.clone();
+        watches.watch(feed, Api::<CSINode>::all(client.clone()), move |change| {
+            if matches!(change, Change::Applied { listed: false, .. } | Change::Deleted(_)) {
+                s.capacity_keys_may_have_changed();
+            }
+        });
     }
+    if let Some(feed) = feeds.nodes {
+        let s = shared.clone();
+        watches.watch(feed, Api::<Node>::all(client), move |change| {
+            if matches!(change, Change::Applied { listed: false, .. } | Change::Deleted(_)) {
+                s.capacity_keys_may_have_changed();
+            }
+        });
+    }
+    watches
 }
 
 fn bound_claim_key(volume: &PersistentVolume) -> Option<ClaimKey> {
@@ -245,21 +187,4 @@ fn bound_claim_key(volume: &PersistentVolume) -> Option<ClaimKey> {
         namespace: reference.namespace.clone()?,
         name: reference.name.clone()?,
     })
-}
-
-/// One reflector: a watch with kube-runtime's default backoff, applied to the cache, each event passed to
-/// `on_event` after the cache has it.
-async fn watch<K>(api: Api<K>, writer: Writer<K>, mut on_event: impl FnMut(&Event<K>))
-where
-    K: kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    let kind = K::kind(&()).into_owned();
-    let stream = reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()).default_backoff());
-    futures::pin_mut!(stream);
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(event) => on_event(&event),
-            Err(err) => tracing::warn!(kind = %kind, error = %err, "watch failed, retrying"),
-        }
-    }
 }

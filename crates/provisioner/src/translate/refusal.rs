@@ -21,7 +21,7 @@ pub enum ProvisioningState {
 }
 
 /// An event to record on the claim.
-pub use sidecar_runtime::events::{EventType, PlannedEvent as ClaimEvent};
+pub use sidecar_runtime::events::{EventType, PlannedEvent};
 
 /// How the claim is treated after a refusal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub enum RefusalKind {
     /// claim is not tried again before `--retry-interval-max` (unless its StorageClass UID changes).
     Infeasible,
     /// Not for this provisioner, or left to someone else: no failure event, no retry. Some carry a Normal event.
-    Ignored { event: Option<ClaimEvent> },
+    Ignored { event: Option<PlannedEvent> },
 }
 
 /// A provisioning attempt that did not produce a volume.
@@ -76,7 +76,7 @@ impl Refusal {
     pub fn external_populator(kind: &str) -> Refusal {
         Refusal {
             kind: RefusalKind::Ignored {
-                event: Some(ClaimEvent {
+                event: Some(PlannedEvent {
                     event_type: EventType::Normal,
                     reason: EVENT_PROVISIONING,
                     message: "Assuming an external populator will provision the volume".to_string(),
@@ -90,14 +90,14 @@ impl Refusal {
     }
 
     /// The event to record on the claim, if any.
-    pub fn event(&self) -> Option<ClaimEvent> {
+    pub fn event(&self) -> Option<PlannedEvent> {
         match &self.kind {
-            RefusalKind::Failed => Some(ClaimEvent {
+            RefusalKind::Failed => Some(PlannedEvent {
                 event_type: EventType::Warning,
                 reason: EVENT_PROVISIONING_FAILED,
                 message: self.message.clone(),
             }),
-            RefusalKind::Infeasible => Some(ClaimEvent {
+            RefusalKind::Infeasible => Some(PlannedEvent {
                 event_type: EventType::Warning,
                 reason: EVENT_PROVISIONING_FAILED,
                 message: format!("{INFEASIBLE_EVENT_PREFIX}{}", self.message),
@@ -140,7 +140,7 @@ pub fn provisioning_state(disposition: Disposition, may_reschedule: bool) -> Pro
 pub fn create_volume_failure(error: &CallError, may_reschedule: bool) -> Refusal {
     let disposition = error.disposition();
     let state = provisioning_state(disposition, may_reschedule);
-    let message = grpc_error_text(error);
+    let message = error.go_text();
     // Upstream delays retries only for InvalidArgument; OutOfRange and NotFound are ordinary final errors.
     let infeasible = disposition.is_final() && error.code() == Code::InvalidArgument;
     let kind = if infeasible { RefusalKind::Infeasible } else { RefusalKind::Failed };
@@ -148,10 +148,10 @@ pub fn create_volume_failure(error: &CallError, may_reschedule: bool) -> Refusal
 }
 
 /// The Normal event before each attempt: `External provisioner is provisioning volume for claim "ns/name"`.
-pub fn provisioning_event(claim_namespace: &str, claim_name: &str) -> ClaimEvent {
+pub fn provisioning_event(claim_namespace: &str, claim_name: &str) -> PlannedEvent {
     let object =
         if claim_namespace.is_empty() { claim_name.to_string() } else { format!("{claim_namespace}/{claim_name}") };
-    ClaimEvent {
+    PlannedEvent {
         event_type: EventType::Normal,
         reason: EVENT_PROVISIONING,
         message: format!("External provisioner is provisioning volume for claim {}", go_quoted(&object)),
@@ -159,21 +159,12 @@ pub fn provisioning_event(claim_namespace: &str, claim_name: &str) -> ClaimEvent
 }
 
 /// The Normal event once the PV is saved.
-pub fn provisioning_succeeded_event(volume_name: &str) -> ClaimEvent {
-    ClaimEvent {
+pub fn provisioning_succeeded_event(volume_name: &str) -> PlannedEvent {
+    PlannedEvent {
         event_type: EventType::Normal,
         reason: EVENT_PROVISIONING_SUCCEEDED,
         message: format!("Successfully provisioned volume {volume_name}"),
     }
-}
-
-/// How a Go gRPC client prints a failed call: `rpc error: code = <Code> desc = <message>`.
-pub fn grpc_error_text(error: &CallError) -> String {
-    let desc = match error {
-        CallError::Timeout { .. } => "context deadline exceeded".to_string(),
-        CallError::Status { status, .. } => status.message().to_string(),
-    };
-    format!("rpc error: code = {} desc = {desc}", csi_client::error::go_code_name(error.code()))
 }
 
 /// Text quoted as Go's `%q` quotes it, for messages that must read as upstream's.

@@ -16,23 +16,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use csi_client::CsiClient;
-use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim, Secret};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Resource};
 use sidecar_runtime::{EventRecorder, Outcome, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 pub use metrics::ResizerMetrics;
 
-use crate::translate::event::{ClaimEvent, EventType};
 use crate::translate::expansion::decide::ExpansionConfig;
 use crate::translate::modification::decide::ModificationConfig;
 use crate::translate::names::EVENT_COMPONENT;
 use crate::translate::patch::{ClaimStatusPatch, VolumePatch};
 use crate::translate::secret_ref::SecretRef;
 use memory::Memory;
-use stores::Stores;
+use sidecar_runtime::PlannedEvent;
+use stores::{Feeds, Stores};
 
 /// The queue key of a claim: `namespace/name`, as upstream.
 pub type ClaimKey = String;
@@ -58,6 +58,7 @@ pub fn event_component(driver_name: &str) -> String {
 
 pub struct Controller {
     shared: Arc<Shared>,
+    feeds: Feeds,
 }
 
 pub(crate) struct Shared {
@@ -80,40 +81,31 @@ impl Controller {
         queue_metrics: Option<&QueueMetrics>,
         metrics: ResizerMetrics,
     ) -> Controller {
-        let queue = match queue_metrics {
-            Some(m) => WorkQueue::with_metrics("resizer", options.retry, m),
-            None => WorkQueue::new("resizer", options.retry),
-        };
-        let stores = Stores::new(options.modification.is_some(), options.handle_volume_inuse_error);
+        let queue = WorkQueue::with_optional_metrics("resizer", options.retry, queue_metrics);
+        let (stores, feeds) = Stores::new(options.modification.is_some(), options.handle_volume_inuse_error);
         let memory = Memory::new(options.retry.max);
         let shared = Shared { client, csi, events, options, stores, queue, memory, metrics };
-        Controller { shared: Arc::new(shared) }
+        Controller { shared: Arc::new(shared), feeds }
     }
 
     /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
-        let watching = tokio::spawn(stores::watch_all(shared.clone()));
-        tokio::select! {
-            ready = shared.stores.wait_until_ready() => if !ready {
-                tracing::error!("a watch ended before its cache was filled");
-                watching.abort();
-                return;
-            },
-            _ = stop.cancelled() => { watching.abort(); return; }
-        }
-        tracing::info!("caches filled, starting workers");
-        let resync = tokio::spawn(resync(shared.clone()));
-        let handler_shared = shared.clone();
-        shared
-            .queue
-            .run(shared.options.workers, stop, move |key| {
-                let shared = handler_shared.clone();
-                async move { shared.sync(&key).await }
+        let watches = stores::watches(&shared, self.feeds);
+        watches
+            .serve(&stop, || async {
+                let resync = tokio::spawn(resync(shared.clone()));
+                let handler_shared = shared.clone();
+                shared
+                    .queue
+                    .run(shared.options.workers, stop.clone(), move |key| {
+                        let shared = handler_shared.clone();
+                        async move { shared.sync(&key).await }
+                    })
+                    .await;
+                resync.abort();
             })
             .await;
-        resync.abort();
-        watching.abort();
     }
 }
 
@@ -129,16 +121,6 @@ async fn resync(shared: Arc<Shared>) {
         for claim in shared.stores.claims.state() {
             shared.queue.add(crate::translate::claim::claim_key(&claim));
         }
-    }
-}
-
-/// The queue's verdict for a claim: the most urgent of the two jobs'.
-fn combine(a: Outcome, b: Outcome) -> Outcome {
-    match (a, b) {
-        (Outcome::Retry, _) | (_, Outcome::Retry) => Outcome::Retry,
-        (Outcome::RetryAfter(x), Outcome::RetryAfter(y)) => Outcome::RetryAfter(x.min(y)),
-        (Outcome::RetryAfter(x), Outcome::Done) | (Outcome::Done, Outcome::RetryAfter(x)) => Outcome::RetryAfter(x),
-        (Outcome::Done, Outcome::Done) => Outcome::Done,
     }
 }
 
@@ -160,12 +142,12 @@ impl Shared {
         let mut outcome = Outcome::Done;
         if let Some(config) = &self.options.expansion {
             let (expanded, latest_claim, latest_volume) = self.expand(key, config, claim, volume).await;
-            outcome = combine(outcome, expanded);
+            outcome = outcome.most_urgent(expanded);
             claim = latest_claim;
             volume = latest_volume;
         }
         if let Some(config) = &self.options.modification {
-            outcome = combine(outcome, self.modify(key, config, claim, volume).await);
+            outcome = outcome.most_urgent(self.modify(key, config, claim, volume).await);
         }
         outcome
     }
@@ -174,12 +156,8 @@ impl Shared {
         Time(k8s_openapi::jiff::Timestamp::now())
     }
 
-    async fn publish(&self, claim: &PersistentVolumeClaim, event: &ClaimEvent) {
-        let event_type = match event.event_type {
-            EventType::Normal => sidecar_runtime::EventType::Normal,
-            EventType::Warning => sidecar_runtime::EventType::Warning,
-        };
-        self.events.publish(&object_reference(claim), event_type, event.reason, &event.message).await;
+    async fn publish(&self, claim: &PersistentVolumeClaim, event: &PlannedEvent) {
+        self.events.record(claim, event).await;
     }
 
     /// Writes `patch` through the claim's `status` subresource; returns the claim as stored.
@@ -232,38 +210,9 @@ fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
-fn object_reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
-    let meta = object.meta();
-    ObjectReference {
-        api_version: Some(K::api_version(&()).into_owned()),
-        kind: Some(K::kind(&()).into_owned()),
-        name: meta.name.clone(),
-        namespace: meta.namespace.clone(),
-        uid: meta.uid.clone(),
-        resource_version: meta.resource_version.clone(),
-        field_path: None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_more_urgent_outcome_wins() {
-        let s = Duration::from_secs;
-        // (a, b, combined)
-        let table = [
-            (Outcome::Done, Outcome::Done, Outcome::Done),
-            (Outcome::Done, Outcome::Retry, Outcome::Retry),
-            (Outcome::RetryAfter(s(5)), Outcome::Retry, Outcome::Retry),
-            (Outcome::RetryAfter(s(5)), Outcome::RetryAfter(s(2)), Outcome::RetryAfter(s(2))),
-            (Outcome::Done, Outcome::RetryAfter(s(2)), Outcome::RetryAfter(s(2))),
-        ];
-        for (a, b, want) in table {
-            assert_eq!(combine(a, b), want, "{a:?} + {b:?}");
-        }
-    }
 
     #[test]
     fn event_source_names_the_driver() {

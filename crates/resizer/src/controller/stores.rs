@@ -2,17 +2,13 @@
 //! the pure ones from [`crate::translate::expansion::filter`] and [`crate::translate::modification::filter`]; this module only gives them
 //! the old and the new object.
 
-use std::fmt::Debug;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::reflector::{ObjectRef, Store};
+use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
 
 use super::Shared;
 use crate::translate::claim::claim_key;
@@ -29,57 +25,24 @@ pub struct Stores {
     pub classes: Option<Store<VolumeAttributesClass>>,
     /// Only with `--handle-volume-inuse-error`.
     pub pods: Option<Store<Pod>>,
-    writers: std::sync::Mutex<Option<Writers>>,
 }
 
-struct Writers {
-    claims: Writer<PersistentVolumeClaim>,
-    volumes: Writer<PersistentVolume>,
-    classes: Option<Writer<VolumeAttributesClass>>,
-    pods: Option<Writer<Pod>>,
-}
-
-fn optional_store<K>(wanted: bool) -> (Option<Store<K>>, Option<Writer<K>>)
-where
-    K: kube::Resource<DynamicType = ()> + Clone + 'static,
-{
-    if !wanted {
-        return (None, None);
-    }
-    let (store, writer) = reflector::store();
-    (Some(store), Some(writer))
-}
-
-async fn ready<K>(store: &Option<Store<K>>) -> bool
-where
-    K: kube::Resource<DynamicType = ()> + Clone + 'static,
-{
-    match store {
-        Some(store) => store.wait_until_ready().await.is_ok(),
-        None => true,
-    }
+/// The writing halves of the caches, until the watches start.
+pub struct Feeds {
+    claims: CacheFeed<PersistentVolumeClaim>,
+    volumes: CacheFeed<PersistentVolume>,
+    classes: Option<CacheFeed<VolumeAttributesClass>>,
+    pods: Option<CacheFeed<Pod>>,
 }
 
 impl Stores {
-    pub fn new(classes: bool, pods: bool) -> Stores {
-        let (claims, claims_writer) = reflector::store();
-        let (volumes, volumes_writer) = reflector::store();
-        let (classes, classes_writer) = optional_store(classes);
-        let (pods, pods_writer) = optional_store(pods);
-        let writers =
-            Writers { claims: claims_writer, volumes: volumes_writer, classes: classes_writer, pods: pods_writer };
-        Stores { claims, volumes, classes, pods, writers: std::sync::Mutex::new(Some(writers)) }
-    }
-
-    /// True once every cache holds a complete list; false if a watch ended first.
-    pub async fn wait_until_ready(&self) -> bool {
-        let (a, b, c, d) = tokio::join!(
-            self.claims.wait_until_ready(),
-            self.volumes.wait_until_ready(),
-            ready(&self.classes),
-            ready(&self.pods)
-        );
-        a.is_ok() && b.is_ok() && c && d
+    pub fn new(classes: bool, pods: bool) -> (Stores, Feeds) {
+        let (claims, claims_feed) = watch::cache();
+        let (volumes, volumes_feed) = watch::cache();
+        let (classes, classes_feed) = watch::optional_cache(classes);
+        let (pods, pods_feed) = watch::optional_cache(pods);
+        let feeds = Feeds { claims: claims_feed, volumes: volumes_feed, classes: classes_feed, pods: pods_feed };
+        (Stores { claims, volumes, classes, pods }, feeds)
     }
 
     /// The claim of a `namespace/name` key.
@@ -106,85 +69,73 @@ impl Stores {
     }
 }
 
-/// Runs every watch, feeding the caches and the queue, until one ends (they retry with backoff, so normally never).
-pub async fn watch_all(shared: Arc<Shared>) {
-    let Some(writers) = shared.stores.writers.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-        tracing::error!("the watches were already started");
-        return;
-    };
+/// The watches feeding the caches and the queue.
+pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let client = shared.client.clone();
+    let mut watches = Watches::default();
 
-    let claims = {
-        let shared = shared.clone();
-        let mut first_list = true;
-        watch(Api::<PersistentVolumeClaim>::all(client.clone()), writers.claims, move |old, event| match event {
-            Event::InitApply(claim) => {
-                let key = claim_key(claim);
-                if first_list && uncertain_at_startup(claim) {
-                    shared.memory.mark_uncertain(&key);
-                }
-                shared.queue.add(key);
+    let s = shared.clone();
+    let mut first_list = true;
+    watches.watch(feeds.claims, Api::all(client.clone()), move |change| match change {
+        Change::Applied { object: claim, listed: true, .. } => {
+            let key = claim_key(claim);
+            if first_list && uncertain_at_startup(claim) {
+                s.memory.mark_uncertain(&key);
             }
-            Event::Apply(claim) => {
-                if old.is_none_or(|old| shared.claim_update_needs_sync(&old, claim)) {
-                    shared.queue.add(claim_key(claim));
-                }
+            s.queue.add(key);
+        }
+        Change::Applied { old, object: claim, listed: false } => {
+            if old.is_none_or(|old| s.claim_update_needs_sync(&old, claim)) {
+                s.queue.add(claim_key(claim));
             }
-            Event::Delete(claim) => {
-                let key = claim_key(claim);
-                shared.queue.forget(&key);
-                shared.memory.forget(&key);
+        }
+        Change::Deleted(claim) => {
+            let key = claim_key(claim);
+            s.queue.forget(&key);
+            s.memory.forget(&key);
+        }
+        Change::Listed => first_list = false,
+    });
+
+    let s = shared.clone();
+    watches.watch(feeds.volumes, Api::all(client.clone()), move |change| {
+        // A claim waiting for its PV to reach the cache (item 8) goes on as soon as it does.
+        if let Change::Applied { old: None, object: volume, listed: false } = change
+            && let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
+            && let (Some(namespace), Some(name)) = (&reference.namespace, &reference.name)
+        {
+            s.queue.add(format!("{namespace}/{name}"));
+        }
+    });
+
+    if let Some(feed) = feeds.classes {
+        let s = shared.clone();
+        watches.watch(feed, Api::<VolumeAttributesClass>::all(client.clone()), move |change| {
+            if let Change::Applied { object: class, listed: false, .. } = change {
+                s.queue_claims_waiting_for(class.metadata.name.as_deref().unwrap_or_default());
             }
-            Event::InitDone => first_list = false,
-            Event::Init => {}
-        })
-    };
-    let volumes = {
-        let shared = shared.clone();
-        watch(Api::<PersistentVolume>::all(client.clone()), writers.volumes, move |old, event| {
-            // A claim waiting for its PV to reach the cache (item 8) goes on as soon as it does.
-            if let (None, Event::Apply(volume)) = (old, event)
-                && let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
-                && let (Some(namespace), Some(name)) = (&reference.namespace, &reference.name)
-            {
-                shared.queue.add(format!("{namespace}/{name}"));
-            }
-        })
-    };
-    let classes = async {
-        let Some(writer) = writers.classes else { return std::future::pending().await };
-        let shared = shared.clone();
-        watch(Api::<VolumeAttributesClass>::all(client.clone()), writer, move |_, event| {
-            if let Event::Apply(class) = event {
-                shared.queue_claims_waiting_for(class.metadata.name.as_deref().unwrap_or_default());
-            }
-        })
-        .await
-    };
-    let pods = async {
-        let Some(writer) = writers.pods else { return std::future::pending().await };
-        let shared = shared.clone();
-        watch(Api::<Pod>::all(client.clone()), writer, move |old, event| {
+        });
+    }
+
+    if let Some(feed) = feeds.pods {
+        let s = shared.clone();
+        watches.watch(feed, Api::<Pod>::all(client), move |change| {
             // A claim whose expansion waits for its pods to go (§3 item 18) is queued when one goes.
-            let (Event::Apply(pod) | Event::Delete(pod)) = event else { return };
-            let mut keys = claims_in_use(pod);
-            if let Some(old) = old {
-                keys.extend(claims_in_use(&old));
+            let mut keys = match &change {
+                Change::Applied { object: pod, listed: false, .. } | Change::Deleted(pod) => claims_in_use(pod),
+                _ => return,
+            };
+            if let Change::Applied { old: Some(old), .. } = &change {
+                keys.extend(claims_in_use(old));
             }
             for key in keys {
-                if shared.memory.in_use_error(&key) {
-                    shared.queue.add(key);
+                if s.memory.in_use_error(&key) {
+                    s.queue.add(key);
                 }
             }
-        })
-        .await
-    };
-    tokio::select! {
-        _ = claims => {}
-        _ = volumes => {}
-        _ = classes => {}
-        _ = pods => {}
+        });
     }
+    watches
 }
 
 impl Shared {
@@ -221,31 +172,6 @@ fn waits_for_class(claim: &PersistentVolumeClaim, class: &str) -> bool {
         m.status == MODIFY_IN_PROGRESS && m.target_volume_attributes_class_name.as_deref() == Some(class)
     });
     awaited_class(claim) == Some(class) || locked
-}
-
-/// One reflector: a watch with kube-runtime's default backoff, applied to the cache. `on_event` gets the object as
-/// the cache held it before the event (`None` for a new one) and the event, after the cache has it.
-async fn watch<K>(api: Api<K>, mut writer: Writer<K>, mut on_event: impl FnMut(Option<Arc<K>>, &Event<K>))
-where
-    K: kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    let kind = K::kind(&()).into_owned();
-    let store = writer.as_reader();
-    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
-    futures::pin_mut!(stream);
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(event) => {
-                let old = match &event {
-                    Event::Apply(object) | Event::InitApply(object) => store.get(&ObjectRef::from_obj(object)),
-                    _ => None,
-                };
-                writer.apply_watcher_event(&event);
-                on_event(old, &event);
-            }
-            Err(err) => tracing::warn!(kind = %kind, error = %err, "watch failed, retrying"),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ impl CallFailure<'_> {
     /// The error as a Go sidecar prints it (`rpc error: code = … desc = …` for driver errors).
     pub fn text(&self) -> String {
         match self {
-            CallFailure::Driver(error) => grpc_error_text(error),
+            CallFailure::Driver(error) => error.go_text(),
             CallFailure::NotCalled(text) => text.clone(),
         }
     }
@@ -42,19 +42,6 @@ impl CallFailure<'_> {
             CallFailure::NotCalled(_) => None,
         }
     }
-}
-
-/// The message of the gRPC status, as Go's `status.Message()` (a timeout reads as Go's context error).
-pub fn grpc_message(error: &CallError) -> String {
-    match error {
-        CallError::Timeout { .. } => "context deadline exceeded".to_string(),
-        CallError::Status { status, .. } => status.message().to_string(),
-    }
-}
-
-/// How a Go gRPC client prints a failed call: `rpc error: code = <Code> desc = <message>`.
-pub fn grpc_error_text(error: &CallError) -> String {
-    format!("rpc error: code = {} desc = {}", csi_client::error::go_code_name(error.code()), grpc_message(error))
 }
 
 #[cfg(test)]

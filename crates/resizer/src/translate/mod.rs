@@ -7,14 +7,13 @@
 //!
 //! Around them: [`claim`] (what a claim and its volume say), [`conditions`], [`patch`] (the writes: strategic merge
 //! patches of a claim's status and of a PV), [`call_failure`] (how a failed call is worded), [`memory`] (the
-//! controller's per-claim memory as plain facts), [`secret_ref`], [`quantity`], [`event`] and [`names`] (every
+//! controller's per-claim memory as plain facts), [`secret_ref`], [`quantity`] and [`names`] (every
 //! upstream string).
 
 pub mod call_failure;
 pub mod capabilities;
 pub mod claim;
 pub mod conditions;
-pub mod event;
 pub mod expansion;
 pub mod memory;
 pub mod modification;

@@ -145,6 +145,19 @@ pub struct CommonArgs {
     /// Accepted for compatibility; has no effect (logs are written unbuffered).
     #[arg(long, hide = true, value_parser = go_duration)]
     pub log_flush_frequency: Option<Duration>,
+
+    /// Accepted for compatibility (component-base's alpha logging flags); no effect.
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub log_text_split_stream: bool,
+    /// Accepted for compatibility; no effect.
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub log_json_split_stream: bool,
+    /// Accepted for compatibility; no effect.
+    #[arg(long, hide = true)]
+    pub log_text_info_buffer_size: Option<String>,
+    /// Accepted for compatibility; no effect.
+    #[arg(long, hide = true)]
+    pub log_json_info_buffer_size: Option<String>,
 }
 
 /// `--retry-interval-start` / `--retry-interval-max`: the per-object backoff of

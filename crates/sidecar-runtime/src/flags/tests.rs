@@ -190,6 +190,10 @@ fn numbers_logging_and_kube_flags() {
         "-1",
         "--vmodule=foo=5",
         "--log-flush-frequency=5s",
+        "--log-text-split-stream",
+        "--log-json-split-stream=false",
+        "--log-text-info-buffer-size=4Ki",
+        "--log-json-info-buffer-size=0",
     ]);
     let c = &parsed.common;
     assert_eq!(c.kube_api_qps, 50.5);
@@ -200,6 +204,8 @@ fn numbers_logging_and_kube_flags() {
     assert_eq!(c.leader_election_namespace.as_deref(), Some("kube-system"));
     assert_eq!(parsed.worker_threads, 3);
     assert_eq!(parsed.volume_name_uuid_length, -1);
+    assert!(c.log_text_split_stream && !c.log_json_split_stream);
+    assert_eq!(c.log_text_info_buffer_size.as_deref(), Some("4Ki"));
     assert_eq!(parse_ok(&["--kube-api-qps=-1"]).common.kube_api_qps, -1.0);
     assert!(parse(&["--logging-format=xml"]).is_err());
 }

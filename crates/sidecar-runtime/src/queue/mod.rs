@@ -48,6 +48,19 @@ pub enum Outcome {
     RetryAfter(Duration),
 }
 
+impl Outcome {
+    /// The verdict of a key whose run did two jobs: the more urgent of the two (a retry with backoff beats a fixed
+    /// delay, the shorter delay beats the longer, anything beats done).
+    pub fn most_urgent(self, other: Outcome) -> Outcome {
+        match (self, other) {
+            (Outcome::Retry, _) | (_, Outcome::Retry) => Outcome::Retry,
+            (Outcome::RetryAfter(x), Outcome::RetryAfter(y)) => Outcome::RetryAfter(x.min(y)),
+            (Outcome::RetryAfter(x), Outcome::Done) | (Outcome::Done, Outcome::RetryAfter(x)) => Outcome::RetryAfter(x),
+            (Outcome::Done, Outcome::Done) => Outcome::Done,
+        }
+    }
+}
+
 /// A deduplicating, rate-limited work queue. Clones share the queue.
 pub struct WorkQueue<K: QueueKey> {
     inner: Arc<Inner<K>>,
@@ -99,6 +112,18 @@ impl<K: QueueKey> WorkQueue<K> {
         let name = name.into();
         let bound = metrics.for_queue(&name);
         WorkQueue::build(name, policy, Some(bound))
+    }
+
+    /// [`WorkQueue::with_metrics`] when `metrics` is given, else [`WorkQueue::new`].
+    pub fn with_optional_metrics(
+        name: impl Into<String>,
+        policy: RetryPolicy,
+        metrics: Option<&QueueMetrics>,
+    ) -> WorkQueue<K> {
+        match metrics {
+            Some(metrics) => WorkQueue::with_metrics(name, policy, metrics),
+            None => WorkQueue::new(name, policy),
+        }
     }
 
     fn build(name: String, policy: RetryPolicy, metrics: Option<BoundQueueMetrics>) -> WorkQueue<K> {

@@ -265,3 +265,20 @@ async fn metrics_follow_the_queue() {
     assert!(text.contains("workqueue_work_duration_seconds_count{name=\"claims\"} 1"), "{text}");
     assert!(text.contains("workqueue_queue_duration_seconds_count{name=\"claims\"} 1"), "{text}");
 }
+
+#[test]
+fn the_more_urgent_outcome_wins() {
+    let s = Duration::from_secs;
+    // (a, b, combined)
+    let table = [
+        (Outcome::Done, Outcome::Done, Outcome::Done),
+        (Outcome::Done, Outcome::Retry, Outcome::Retry),
+        (Outcome::RetryAfter(s(5)), Outcome::Retry, Outcome::Retry),
+        (Outcome::RetryAfter(s(5)), Outcome::RetryAfter(s(2)), Outcome::RetryAfter(s(2))),
+        (Outcome::Done, Outcome::RetryAfter(s(2)), Outcome::RetryAfter(s(2))),
+    ];
+    for (a, b, want) in table {
+        assert_eq!(a.most_urgent(b), want, "{a:?} + {b:?}");
+        assert_eq!(b.most_urgent(a), want, "{b:?} + {a:?}");
+    }
+}

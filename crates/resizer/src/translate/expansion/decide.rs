@@ -19,7 +19,6 @@ use crate::translate::claim::{
     resize_status, status_capacity, volume_annotation, volume_capacity, volume_name,
 };
 use crate::translate::conditions::{merge_resize_conditions, resize_condition};
-use crate::translate::event::ClaimEvent;
 use crate::translate::memory::SetChange;
 use crate::translate::names::{
     ANN_NODE_EXPANSION_NOT_REQUIRED, ANN_PRE_RESIZE_CAPACITY, CONDITION_FILE_SYSTEM_RESIZE_PENDING, CONDITION_RESIZING,
@@ -28,6 +27,7 @@ use crate::translate::names::{
 };
 use crate::translate::patch::{ClaimStatusPatch, StorageStatusChange, VolumePatch};
 use crate::translate::quantity::{QuantityError, Size};
+use sidecar_runtime::PlannedEvent;
 
 /// The expansion settings: the driver, how it expands, and the flags and gates that change the rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,11 +119,11 @@ pub struct ExpandPlan {
     pub mark: ClaimStatusPatch,
     /// The driver expands only offline and a pod uses the claim: record this warning and requeue with backoff,
     /// without calling the driver (item 18).
-    pub in_use: Option<ClaimEvent>,
+    pub in_use: Option<PlannedEvent>,
     /// Applied just before the call: the in-use error is forgotten (item 18).
     pub before_call: ExpansionMemoryChange,
     /// The Normal `Resizing` event recorded before the call (item 19).
-    pub resizing: ClaimEvent,
+    pub resizing: PlannedEvent,
     /// False for a node-only driver: no call, the answer is [`super::result::ExpandedVolume::node_only`] (item 4).
     pub call_driver: bool,
 }
@@ -266,9 +266,9 @@ fn expansion_action(
         return skip(Skip::ClaimRefMismatch);
     }
     let resizing =
-        ClaimEvent::normal(EVENT_RESIZING, format!("External resizer is resizing volume {}", volume_name(volume)));
+        PlannedEvent::normal(EVENT_RESIZING, format!("External resizer is resizing volume {}", volume_name(volume)));
     let in_use = (config.handle_volume_inuse_error && memory.in_use_error && memory.used_by_pod).then(|| {
-        ClaimEvent::warning(
+        PlannedEvent::warning(
             EVENT_VOLUME_RESIZE_FAILED,
             format!(
                 "Unable to expand {} because CSI driver {} only supports offline expansion and volume is currently in-use",

@@ -14,7 +14,6 @@ use super::decide::{ExpansionConfig, ExpansionMemoryChange};
 use crate::translate::call_failure::CallFailure;
 use crate::translate::claim::{annotation, conditions, resize_status, status_capacity, volume_annotation, volume_name};
 use crate::translate::conditions::{merge_resize_conditions, remove_conditions, resize_condition};
-use crate::translate::event::ClaimEvent;
 use crate::translate::memory::SetChange;
 use crate::translate::names::{
     ANN_NODE_EXPANSION_NOT_REQUIRED, ANN_PRE_RESIZE_CAPACITY, CONDITION_CONTROLLER_RESIZE_ERROR,
@@ -23,6 +22,7 @@ use crate::translate::names::{
 };
 use crate::translate::patch::{ClaimStatusPatch, StorageStatusChange, VolumePatch};
 use crate::translate::quantity::Size;
+use sidecar_runtime::PlannedEvent;
 
 /// The volume after a successful controller step.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +55,7 @@ pub struct ExpansionOutcome {
     pub volume_patch: Option<VolumePatch>,
     pub claim_patch: Option<ClaimStatusPatch>,
     /// Recorded once the writes succeeded.
-    pub event: ClaimEvent,
+    pub event: PlannedEvent,
     /// Applied at once.
     pub memory: ExpansionMemoryChange,
     /// The attempt failed: requeue with backoff (1 s → `--retry-interval-max`).
@@ -63,8 +63,8 @@ pub struct ExpansionOutcome {
 }
 
 /// The Warning recorded when an expansion fails, with the error text (item 30).
-pub fn resize_failed_event(message: impl Into<String>) -> ClaimEvent {
-    ClaimEvent::warning(EVENT_VOLUME_RESIZE_FAILED, message)
+pub fn resize_failed_event(message: impl Into<String>) -> PlannedEvent {
+    PlannedEvent::warning(EVENT_VOLUME_RESIZE_FAILED, message)
 }
 
 /// The outcome of an attempt of an [`super::decide::ExpandPlan`]. `claim` is the claim as the plan's `mark` write
@@ -115,7 +115,7 @@ fn expansion_succeeded(
                 claim_patch.annotations.insert(ANN_NODE_EXPANSION_NOT_REQUIRED.to_string(), None);
             }
         }
-        ClaimEvent::normal(EVENT_FILE_SYSTEM_RESIZE_REQUIRED, "Require file system resize of volume on node")
+        PlannedEvent::normal(EVENT_FILE_SYSTEM_RESIZE_REQUIRED, "Require file system resize of volume on node")
     } else {
         // Item 33.
         claim_patch.capacity = Some(expanded.capacity.quantity.clone());
@@ -128,7 +128,7 @@ fn expansion_succeeded(
                 claim_patch.annotations.insert(ANN_NODE_EXPANSION_NOT_REQUIRED.to_string(), Some("true".to_string()));
             }
         }
-        ClaimEvent::normal(EVENT_VOLUME_RESIZE_SUCCESSFUL, "Resize volume succeeded")
+        PlannedEvent::normal(EVENT_VOLUME_RESIZE_SUCCESSFUL, "Resize volume succeeded")
     };
     let memory = if recover {
         ExpansionMemoryChange { slow_set: SetChange::Remove, final_errors: SetChange::Remove, ..Default::default() }

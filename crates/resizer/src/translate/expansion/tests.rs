@@ -21,10 +21,10 @@ use super::result::*;
 use crate::translate::call_failure::CallFailure;
 use crate::translate::capabilities::Expander;
 use crate::translate::claim::{allocated_size, annotation, conditions, resize_status, status_capacity};
-use crate::translate::event::{ClaimEvent, EventType};
 use crate::translate::memory::SetChange;
 use crate::translate::patch::{ClaimStatusPatch, ConditionChange, StorageStatusChange, VolumePatch};
 use crate::translate::quantity::Size;
+use sidecar_runtime::events::{EventType, PlannedEvent};
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
 const NOT_REQUIRED: &str = "volume.kubernetes.io/node-expansion-not-required";
@@ -728,7 +728,7 @@ fn marking_in_progress() {
     );
     assert_eq!(
         plan(&decision).resizing,
-        ClaimEvent::normal("Resizing", "External resizer is resizing volume pv-1"),
+        PlannedEvent::normal("Resizing", "External resizer is resizing volume pv-1"),
         "§3 item 19"
     );
 }
@@ -793,7 +793,7 @@ fn slow_retry_after_infeasible() {
 
 #[test]
 fn offline_expansion_gate() {
-    let blocked = ClaimEvent::warning(
+    let blocked = PlannedEvent::warning(
         "VolumeResizeFailed",
         "Unable to expand default/claim01 because CSI driver hostpath.csi.k8s.io only supports offline expansion and volume is currently in-use",
     );
@@ -962,7 +962,7 @@ fn failed_expansions() {
         assert_eq!(outcome.memory, ExpansionMemoryChange { slow_set, final_errors, in_use_errors }, "{rule}: memory");
         assert_eq!(
             outcome.event,
-            ClaimEvent::warning(
+            PlannedEvent::warning(
                 "VolumeResizeFailed",
                 format!("resize volume \"pv-1\" by resizer \"hostpath.csi.k8s.io\" failed: {text}")
             ),
@@ -1048,7 +1048,7 @@ fn successful_expansions() {
     );
     assert_eq!(
         outcome.event,
-        ClaimEvent::normal("FileSystemResizeRequired", "Require file system resize of volume on node")
+        PlannedEvent::normal("FileSystemResizeRequired", "Require file system resize of volume on node")
     );
     assert_eq!(
         outcome.memory,
@@ -1083,7 +1083,7 @@ fn successful_expansions() {
     assert_eq!(allocated_size(&written), Some(&q("2Gi")), "§3 item 34: allocatedResources never cleared");
     assert_eq!(annotation(&written, NOT_REQUIRED), Some("true"), "§3 item 33: annotation kept (already there)");
     assert_eq!(patch.resource_version, Some("7".into()), "§3 item 33: resourceVersion-checked");
-    assert_eq!(outcome.event, ClaimEvent::normal("VolumeResizeSuccessful", "Resize volume succeeded"));
+    assert_eq!(outcome.event, PlannedEvent::normal("VolumeResizeSuccessful", "Resize volume succeeded"));
     let fresh = claim("2Gi", "1Gi", Some("2Gi"), "ControllerResizeInProgress");
     let outcome = expansion_outcome(&fresh, &volume("1Gi"), &config(), Ok(answer(2 << 30, false)), &now());
     assert_eq!(

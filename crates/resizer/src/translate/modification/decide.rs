@@ -19,13 +19,13 @@ use crate::translate::claim::{
     bound_volume_name, claim_key, claim_name, conditions, current_class, has_condition, is_bound,
 };
 use crate::translate::conditions::{merge_modify_conditions, modify_condition, remove_conditions};
-use crate::translate::event::ClaimEvent;
 use crate::translate::memory::SetChange;
 use crate::translate::names::{
     CONDITION_MODIFY_VOLUME_ERROR, CONDITION_MODIFYING_VOLUME, EVENT_VOLUME_MODIFY, EVENT_VOLUME_MODIFY_CANCELED,
     EVENT_VOLUME_MODIFY_FAILED, MODIFY_IN_PROGRESS, MODIFY_INFEASIBLE, MODIFY_PENDING,
 };
 use crate::translate::patch::{ClaimStatusPatch, ModifyVolumeStatusChange};
+use sidecar_runtime::PlannedEvent;
 
 /// The modification settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub enum ModificationAction {
     /// `event`, when the claim still shows a ModifyingVolume condition. `status.modifyVolumeStatus` stays.
     Cancel {
         patch: Option<ClaimStatusPatch>,
-        event: Option<ClaimEvent>,
+        event: Option<PlannedEvent>,
     },
     /// The class to modify to does not exist. Record `event`; write `patch` when given (M.status = Pending, T
     /// unchanged, resourceVersion-checked, items 16 and 27). The controller queues the claim again when `class`
@@ -85,7 +85,7 @@ pub enum ModificationAction {
     WaitForClass {
         class: String,
         patch: Option<ClaimStatusPatch>,
-        event: ClaimEvent,
+        event: PlannedEvent,
         requeue: bool,
     },
     /// The class names another driver (deliberate difference, §4 item 11): write `patch` (M = {T, Infeasible} with
@@ -94,7 +94,7 @@ pub enum ModificationAction {
     ClassOfAnotherDriver {
         class: String,
         patch: ClaimStatusPatch,
-        event: ClaimEvent,
+        event: PlannedEvent,
     },
     Modify(Box<ModifyPlan>),
 }
@@ -119,7 +119,7 @@ pub struct ModifyPlan {
     /// locked target of an uncertain modification (item 15).
     pub mark: Option<ClaimStatusPatch>,
     /// The Normal `VolumeModify` event, recorded once `mark` is written.
-    pub event: Option<ClaimEvent>,
+    pub event: Option<PlannedEvent>,
 }
 
 impl ModifyPlan {
@@ -244,7 +244,7 @@ pub fn decide_modification<'a>(
                 }),
                 ..Default::default()
             };
-            let event = ClaimEvent::normal(
+            let event = PlannedEvent::normal(
                 EVENT_VOLUME_MODIFY,
                 format!("external resizer is modifying volume {} with vac {requested}", claim_name(claim)),
             );
@@ -266,12 +266,12 @@ fn cancel(claim: &PersistentVolumeClaim) -> ModificationAction {
         conditions: remove_conditions(conditions(claim), &[CONDITION_MODIFYING_VOLUME]),
         ..Default::default()
     };
-    let event = ClaimEvent::normal(EVENT_VOLUME_MODIFY_CANCELED, "Cancelled modify.");
+    let event = PlannedEvent::normal(EVENT_VOLUME_MODIFY_CANCELED, "Cancelled modify.");
     ModificationAction::Cancel { patch: Some(patch), event: Some(event) }
 }
 
-fn class_missing_event(class: &str) -> ClaimEvent {
-    ClaimEvent::warning(EVENT_VOLUME_MODIFY_FAILED, format!("VAC \"{class}\" does not exist."))
+fn class_missing_event(class: &str) -> PlannedEvent {
+    PlannedEvent::warning(EVENT_VOLUME_MODIFY_FAILED, format!("VAC \"{class}\" does not exist."))
 }
 
 /// The deliberate check upstream lacks: a class for another driver is Infeasible, as an InvalidArgument would be.
@@ -303,7 +303,7 @@ fn class_of_another_driver(
     ModificationAction::ClassOfAnotherDriver {
         class: class.to_string(),
         patch,
-        event: ClaimEvent::warning(EVENT_VOLUME_MODIFY_FAILED, message),
+        event: PlannedEvent::warning(EVENT_VOLUME_MODIFY_FAILED, message),
     }
 }
 

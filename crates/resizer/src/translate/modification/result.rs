@@ -8,16 +8,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tonic::Code;
 
 use super::decide::{ModificationMemoryChange, ModifyPlan};
-use crate::translate::call_failure::{CallFailure, grpc_message};
+use crate::translate::call_failure::CallFailure;
 use crate::translate::claim::{claim_name, conditions};
 use crate::translate::conditions::{merge_modify_conditions, modify_condition, remove_conditions};
-use crate::translate::event::ClaimEvent;
 use crate::translate::memory::SetChange;
 use crate::translate::names::{
     CONDITION_MODIFY_VOLUME_ERROR, CONDITION_MODIFYING_VOLUME, EVENT_VOLUME_MODIFY_FAILED,
     EVENT_VOLUME_MODIFY_SUCCESSFUL, MODIFY_IN_PROGRESS, MODIFY_INFEASIBLE,
 };
 use crate::translate::patch::{ClaimStatusPatch, ModifyVolumeStatusChange, VolumePatch};
+use sidecar_runtime::PlannedEvent;
 
 /// What to write after ControllerModifyVolume.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +26,7 @@ pub struct ModificationOutcome {
     pub volume_patch: Option<VolumePatch>,
     pub claim_patch: Option<ClaimStatusPatch>,
     /// Recorded once the writes succeeded.
-    pub event: Option<ClaimEvent>,
+    pub event: Option<PlannedEvent>,
     /// Applied at once.
     pub memory: ModificationMemoryChange,
     /// The attempt failed: log this and requeue with backoff.
@@ -79,7 +79,7 @@ pub fn modification_outcome(
     };
     let modifying = modify_condition(CONDITION_MODIFYING_VOLUME, None, modifying_message, now);
     let reason = csi_client::error::go_code_name(error.code()).to_string();
-    let error_condition = modify_condition(CONDITION_MODIFY_VOLUME_ERROR, Some(reason), grpc_message(error), now);
+    let error_condition = modify_condition(CONDITION_MODIFY_VOLUME_ERROR, Some(reason), error.go_message(), now);
     let patch = ClaimStatusPatch {
         resource_version: claim.metadata.resource_version.clone(),
         conditions: merge_modify_conditions(conditions(claim), vec![modifying, error_condition]),
@@ -89,7 +89,7 @@ pub fn modification_outcome(
     ModificationOutcome {
         volume_patch: None,
         claim_patch: Some(patch),
-        event: Some(ClaimEvent::warning(EVENT_VOLUME_MODIFY_FAILED, event_message)),
+        event: Some(PlannedEvent::warning(EVENT_VOLUME_MODIFY_FAILED, event_message)),
         memory,
         error: Some(text),
     }
@@ -105,7 +105,7 @@ fn modification_succeeded(claim: &PersistentVolumeClaim, target: &str) -> Modifi
         current_volume_attributes_class_name: Some(target.to_string()),
         ..Default::default()
     };
-    let event = ClaimEvent::normal(
+    let event = PlannedEvent::normal(
         EVENT_VOLUME_MODIFY_SUCCESSFUL,
         format!("external resizer modified volume {} with vac {target} successfully", claim_name(claim)),
     );

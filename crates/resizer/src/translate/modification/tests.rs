@@ -19,9 +19,9 @@ use super::filter::awaited_class;
 use super::result::*;
 use crate::translate::call_failure::CallFailure;
 use crate::translate::claim::{conditions, current_class};
-use crate::translate::event::ClaimEvent;
 use crate::translate::memory::SetChange;
 use crate::translate::patch::{ClaimStatusPatch, ConditionChange, ModifyVolumeStatusChange, VolumePatch};
+use sidecar_runtime::PlannedEvent;
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
 
@@ -421,7 +421,7 @@ fn writes_before_the_call() {
     else {
         panic!("expected Pending")
     };
-    assert_eq!(event, ClaimEvent::warning("VolumeModifyFailed", "VAC \"gold\" does not exist."), "§4 item 16");
+    assert_eq!(event, PlannedEvent::warning("VolumeModifyFailed", "VAC \"gold\" does not exist."), "§4 item 16");
     assert_eq!(
         patch.strategic_merge_patch(),
         json!({"metadata": {"resourceVersion": "7"}, "status": {"modifyVolumeStatus": {"status": "Pending"}}}),
@@ -452,7 +452,7 @@ fn writes_before_the_call() {
     assert_eq!(plan.class, class("gold", DRIVER));
     assert_eq!(
         plan.event,
-        Some(ClaimEvent::normal("VolumeModify", "external resizer is modifying volume data with vac gold")),
+        Some(PlannedEvent::normal("VolumeModify", "external resizer is modifying volume data with vac gold")),
         "§4 item 16"
     );
     let mark = plan.mark.unwrap();
@@ -487,7 +487,7 @@ fn writes_before_the_call() {
     else {
         panic!("expected a cancel")
     };
-    assert_eq!(event, Some(ClaimEvent::normal("VolumeModifyCanceled", "Cancelled modify.")), "§4 item 14");
+    assert_eq!(event, Some(PlannedEvent::normal("VolumeModifyCanceled", "Cancelled modify.")), "§4 item 14");
     assert_eq!(
         patch,
         ClaimStatusPatch { conditions: vec![ConditionChange::Remove("ModifyingVolume".into())], ..Default::default() },
@@ -502,7 +502,7 @@ fn writes_before_the_call() {
         panic!("expected Infeasible")
     };
     let message = "VAC \"foreign\" is for driver \"other.csi.k8s.io\", not for driver \"hostpath.csi.k8s.io\"";
-    assert_eq!(event, ClaimEvent::warning("VolumeModifyFailed", message), "the event names both drivers");
+    assert_eq!(event, PlannedEvent::warning("VolumeModifyFailed", message), "the event names both drivers");
     let written = patch.apply(&foreign);
     assert_eq!(
         written.status.as_ref().unwrap().modify_volume_status,
@@ -558,7 +558,7 @@ fn driver_answers() {
     );
     assert_eq!(
         outcome.event,
-        Some(ClaimEvent::normal(
+        Some(PlannedEvent::normal(
             "VolumeModifySuccessful",
             "external resizer modified volume data with vac gold successfully"
         ))
@@ -729,7 +729,7 @@ fn driver_answers() {
         assert_eq!(outcome.memory, ModificationMemoryChange { slow_set, uncertain }, "{rule}: memory");
         assert_eq!(outcome.error.as_deref(), Some(text.as_str()), "{rule}: requeued");
         let event = if still_modifying { format!("{text}. Still modifying to VAC gold") } else { text.clone() };
-        assert_eq!(outcome.event, Some(ClaimEvent::warning("VolumeModifyFailed", event)), "{rule}: event");
+        assert_eq!(outcome.event, Some(PlannedEvent::warning("VolumeModifyFailed", event)), "{rule}: event");
         let patch = outcome.claim_patch.unwrap();
         assert_eq!(patch.resource_version, Some("7".into()), "{rule}");
         let written = patch.apply(&in_progress);

@@ -8,7 +8,8 @@
 //! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`.
 //! - [`watch`]: watch caches and the loop that fills them before any worker starts.
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
-//! - [`finalizer`]: adding and removing a finalizer with the verb upstream's roles grant.
+//! - [`quantity`]: Kubernetes quantities as byte counts and back.
+//! - [`update`]: guarded updates (the verb upstream's roles grant), and finalizers added and removed with them.
 //! - [`events`]: core/v1 Events as client-go records them.
 //! - [`logging`]: tracing to stderr, text or JSON, verbosity from `-v`.
 //! - [`shutdown`] and [`run`]: SIGTERM handling, draining, leading while running.
@@ -17,17 +18,18 @@
 
 mod driver;
 pub mod events;
-pub mod finalizer;
 pub mod flags;
 pub mod http;
 pub mod kube_client;
 pub mod leader_election;
 pub mod logging;
+pub mod quantity;
 pub mod queue;
 pub mod rate_limit;
 pub mod run;
 pub mod shutdown;
 mod sidecar;
+pub mod update;
 pub mod watch;
 
 pub use driver::{Driver, DriverError};

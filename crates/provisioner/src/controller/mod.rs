@@ -32,7 +32,7 @@ use std::time::Duration;
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Resource;
-use sidecar_runtime::finalizer::FinalizerWrite;
+use sidecar_runtime::update::Updated;
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
@@ -238,15 +238,15 @@ impl Shared {
         &self,
         claim: &PersistentVolumeClaim,
         write: F,
-    ) -> Result<FinalizerWrite<PersistentVolumeClaim>, kube::Error>
+    ) -> Result<Updated<PersistentVolumeClaim>, kube::Error>
     where
-        F: Future<Output = Result<FinalizerWrite<PersistentVolumeClaim>, kube::Error>>,
+        F: Future<Output = Result<Updated<PersistentVolumeClaim>, kube::Error>>,
     {
         let uid = claim.metadata.uid.clone().unwrap_or_default();
         self.own_writes().begin(&uid);
         let result = write.await;
         let version = match &result {
-            Ok(FinalizerWrite::Written(stored)) => stored.metadata.resource_version.clone(),
+            Ok(Updated::Written(stored)) => stored.metadata.resource_version.clone(),
             _ => None,
         };
         if self.own_writes().end(&uid, version.as_deref())

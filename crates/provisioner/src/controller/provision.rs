@@ -9,7 +9,7 @@ use kube::Api;
 use kube::api::{ListParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use sidecar_runtime::Outcome;
-use sidecar_runtime::finalizer::{FinalizerWrite, set_finalizer};
+use sidecar_runtime::update::{Updated, set_finalizer, update};
 
 use super::{ClaimKey, Shared, stores};
 use crate::translate::claim_filter::{
@@ -531,9 +531,9 @@ impl Shared {
         let api = self.claims_api(claim);
         let written = self.own_write(claim, set_finalizer(&api, claim, finalizer, true)).await?;
         Ok(match written {
-            FinalizerWrite::Written(stored) => Some(stored),
-            FinalizerWrite::Unchanged => Some(claim.clone()),
-            FinalizerWrite::Gone => None,
+            Updated::Written(stored) => Some(stored),
+            Updated::Unchanged => Some(claim.clone()),
+            Updated::Gone => None,
         })
     }
 
@@ -541,16 +541,20 @@ impl Shared {
         self.remove_finalizer(claim, FINALIZER_PROVISIONING_PROTECTION).await
     }
 
-    /// Removes `finalizer` from the newest copy of the claim this provisioner has seen (the cache's, or `claim`
-    /// when that is newer, as right after our own write), so that the update rarely meets a Conflict.
+    /// Removes `finalizer` from the claim (see [`Shared::newest`]).
     async fn remove_finalizer(&self, claim: &PersistentVolumeClaim, finalizer: &str) -> Result<(), kube::Error> {
-        let cached = stores::claim_key(claim).and_then(|key| self.stores.claim(&key));
-        let newest = match cached {
-            Some(cached) if newer(&cached, claim) => (*cached).clone(),
-            _ => claim.clone(),
-        };
+        let newest = self.newest(claim);
         let api = self.claims_api(&newest);
         self.own_write(&newest, set_finalizer(&api, &newest, finalizer, false)).await.map(|_| ())
+    }
+
+    /// The newest copy of the claim this provisioner has seen: the cache's, or `claim` when that is newer (as right
+    /// after our own write). Updates computed from it rarely meet a Conflict.
+    fn newest(&self, claim: &PersistentVolumeClaim) -> PersistentVolumeClaim {
+        match stores::claim_key(claim).and_then(|key| self.stores.claim(&key)) {
+            Some(cached) if newer(&cached, claim) => (*cached).clone(),
+            _ => claim.clone(),
+        }
     }
 
     /// Removes the finalizer (whether or not the cached claim shows it: it may have been added since).
@@ -572,16 +576,16 @@ impl Shared {
             .map_err(|e| Refusal::no_change(api_error_text(&e)))
     }
 
-    /// Gives the claim back to the scheduler (item 40): an update of the cached claim without the annotation (a
-    /// Conflict retries the claim).
+    /// Gives the claim back to the scheduler (item 40): the selected-node annotation goes, with an update.
     async fn remove_selected_node(&self, claim: &PersistentVolumeClaim) -> Result<(), kube::Error> {
-        let mut updated = claim.clone();
-        let Some(annotations) = updated.metadata.annotations.as_mut() else { return Ok(()) };
-        if annotations.remove(ANN_SELECTED_NODE).is_none() {
-            return Ok(());
-        }
-        let name = claim.metadata.name.as_deref().unwrap_or_default();
-        self.claims_api(claim).replace(name, &PostParams::default(), &updated).await?;
+        let newest = self.newest(claim);
+        let api = self.claims_api(&newest);
+        update(&api, &newest, |current| {
+            let mut updated = current.clone();
+            updated.metadata.annotations.as_mut()?.remove(ANN_SELECTED_NODE)?;
+            Some(updated)
+        })
+        .await?;
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ use csi_client::capabilities::ControllerCapability;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Api;
 use kube::api::ListParams;
-use sidecar_runtime::finalizer::set_finalizer;
+use sidecar_runtime::update::set_finalizer;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent};
 use tokio_util::sync::CancellationToken;
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::storage::v1::{CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 
-use super::quantity::{binary_si_quantity, quantity_bytes};
+use sidecar_runtime::quantity::{binary_si_quantity, quantity_bytes};
 
 /// Label naming the driver of a published object.
 pub const LABEL_DRIVER_NAME: &str = "csi.storage.k8s.io/drivername";

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use super::claim_filter::claim_class_name;
 use super::data_source::{DataSource, refers_to, volume_content_source};
 use super::names::{FINALIZER_CLONE_PROTECTION, KIND_PERSISTENT_VOLUME_CLAIM, RESOURCE_STORAGE};
-use super::quantity::quantity_bytes;
 use super::refusal::Refusal;
+use sidecar_runtime::quantity::quantity_bytes;
 
 const PHASE_BOUND: &str = "Bound";
 const PHASE_PENDING: &str = "Pending";

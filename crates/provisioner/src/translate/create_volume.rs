@@ -18,9 +18,9 @@ use super::data_source::{ContentKind, DataSource, content_kind};
 use super::names::RESOURCE_STORAGE;
 use super::parameters::{add_extra_create_metadata, create_volume_parameters, fs_type};
 use super::provisioner::Provisioner;
-use super::quantity::quantity_bytes;
 use super::refusal::Refusal;
 use super::secrets::Credentials;
+use sidecar_runtime::quantity::quantity_bytes;
 
 /// The CreateVolume `name` (and PV name): `<prefix>-<uid>`, or with a UUID length N ≥ 0 the UID without dashes cut
 /// to N characters (item 8).

@@ -26,7 +26,6 @@ pub mod node_deployment;
 pub mod parameters;
 pub mod persistent_volume;
 pub mod provisioner;
-pub mod quantity;
 pub mod reference_grant;
 pub mod refusal;
 pub mod secrets;

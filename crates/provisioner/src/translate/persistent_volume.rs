@@ -20,10 +20,10 @@ use super::names::{
     KIND_PERSISTENT_VOLUME_CLAIM, RESOURCE_STORAGE, VOLUME_ATTRIBUTE_PROVISIONER_IDENTITY,
 };
 use super::provisioner::Provisioner;
-use super::quantity::binary_si_quantity;
 use super::refusal::{ProvisioningState, Refusal};
 use super::secrets::{SecretRef, SecretReferences};
 use super::topology::volume_node_affinity;
+use sidecar_runtime::quantity::binary_si_quantity;
 
 /// A created volume that cannot be used: the controller deletes it (DeleteVolume with the provisioner secret, up to
 /// five tries within one `--timeout`) and CreateVolume is tried again (items 28, 29).

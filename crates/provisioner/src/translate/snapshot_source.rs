@@ -10,8 +10,8 @@ use super::names::{
     ANN_ALLOW_VOLUME_MODE_CHANGE, FINALIZER_SNAPSHOT_SOURCE_PROTECTION, KIND_VOLUME_SNAPSHOT, RESOURCE_STORAGE,
     SNAPSHOT_API_GROUP,
 };
-use super::quantity::quantity_bytes;
 use super::refusal::Refusal;
+use sidecar_runtime::quantity::quantity_bytes;
 
 const PHASE_PENDING: &str = "Pending";
 

@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::translate::claim::{annotation, requested_size, resize_status, status_capacity};
 use crate::translate::names::ANN_STORAGE_RESIZER;
-use crate::translate::quantity::quantity_bytes;
+use sidecar_runtime::quantity::quantity_bytes;
 
 /// Whether an update of a claim queues it for expansion.
 pub fn claim_update_needs_sync(

@@ -1,7 +1,8 @@
-//! Adding and removing a finalizer with an `update`, the verb upstream's RBAC roles grant on claims and snapshots
-//! (`persistentvolumeclaims`: get, list, watch, update; no patch). The write carries the resourceVersion and UID of
-//! the object it was computed from, so it never overwrites a newer object or touches one recreated under the same
-//! name; on a Conflict the object is read again and the change computed anew.
+//! Changing an object with an `update`, the verb upstream's RBAC roles grant on claims and snapshots
+//! (`persistentvolumeclaims`: get, list, watch, update; no patch), and the commonest such change: adding or removing
+//! a finalizer. The write carries the resourceVersion and UID of the object it was computed from, so it never
+//! overwrites a newer object or touches one recreated under the same name; on a Conflict the object is read again and
+//! the change computed anew.
 
 use kube::Api;
 use kube::api::PostParams;
@@ -26,9 +27,9 @@ pub fn finalizers_with(finalizers: Option<&[String]>, finalizer: &str, wanted: b
     Some(changed)
 }
 
-/// What [`set_finalizer`] did.
+/// What [`update`] did.
 #[derive(Debug)]
-pub enum FinalizerWrite<K> {
+pub enum Updated<K> {
     /// The object as stored after the update.
     Written(K),
     /// The object already was as wanted (as read last).
@@ -37,24 +38,39 @@ pub enum FinalizerWrite<K> {
     Gone,
 }
 
-impl<K> FinalizerWrite<K> {
+impl<K> Updated<K> {
     /// The stored object, when this call wrote one.
     pub fn written(self) -> Option<K> {
         match self {
-            FinalizerWrite::Written(object) => Some(object),
+            Updated::Written(object) => Some(object),
             _ => None,
         }
     }
 }
 
-/// Makes `finalizer` present (`wanted`) or absent on `object` with an update guarded by its resourceVersion and UID.
-/// On a Conflict, reads the object again (by name; a different UID means it is gone) and tries again.
+/// Makes `finalizer` present (`wanted`) or absent on `object` (see [`update`]).
 pub async fn set_finalizer<K>(
     api: &Api<K>,
     object: &K,
     finalizer: &str,
     wanted: bool,
-) -> Result<FinalizerWrite<K>, kube::Error>
+) -> Result<Updated<K>, kube::Error>
+where
+    K: kube::Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    update(api, object, |current| {
+        let finalizers = finalizers_with(current.meta().finalizers.as_deref(), finalizer, wanted)?;
+        let mut updated = current.clone();
+        updated.meta_mut().finalizers = Some(finalizers);
+        Some(updated)
+    })
+    .await
+}
+
+/// Writes `change(object)` (`None`: nothing to change) with an update guarded by the object's resourceVersion and
+/// UID. On a Conflict, reads the object again (by name; a different UID means it is gone) and applies `change` to
+/// that, a few times before the Conflict goes to the caller.
+pub async fn update<K>(api: &Api<K>, object: &K, change: impl Fn(&K) -> Option<K>) -> Result<Updated<K>, kube::Error>
 where
     K: kube::Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
@@ -64,18 +80,14 @@ where
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let Some(finalizers) = finalizers_with(current.meta().finalizers.as_deref(), finalizer, wanted) else {
-            return Ok(FinalizerWrite::Unchanged);
-        };
-        let mut updated = current.clone();
-        updated.meta_mut().finalizers = Some(finalizers);
+        let Some(updated) = change(&current) else { return Ok(Updated::Unchanged) };
         match api.replace(&name, &PostParams::default(), &updated).await {
-            Ok(stored) => return Ok(FinalizerWrite::Written(stored)),
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(FinalizerWrite::Gone),
+            Ok(stored) => return Ok(Updated::Written(stored)),
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Updated::Gone),
             Err(kube::Error::Api(status)) if status.code == 409 && attempt < CONFLICT_ATTEMPTS => {
                 match api.get_opt(&name).await? {
                     Some(fresh) if fresh.meta().uid == uid => current = fresh,
-                    _ => return Ok(FinalizerWrite::Gone),
+                    _ => return Ok(Updated::Gone),
                 }
             }
             Err(err) => return Err(err),

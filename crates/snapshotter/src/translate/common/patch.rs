@@ -234,7 +234,14 @@ mod tests {
             ..Default::default()
         };
         // (rule, current, add, remove, new list or no write)
-        let table: [(&str, &[&str], &[&str], &[&str], Option<&[&str]>); 5] = [
+        type Row = (
+            &'static str,
+            &'static [&'static str],
+            &'static [&'static str],
+            &'static [&'static str],
+            Option<&'static [&'static str]>,
+        );
+        let table: [Row; 5] = [
             ("added at the end", &["x"], &["a"], &[], Some(&["x", "a"])),
             ("present: no write", &["a"], &["a"], &[], None),
             ("removed keeps order", &["x", "a", "y"], &[], &["a"], Some(&["x", "y"])),

@@ -208,7 +208,8 @@ mod tests {
         let vs = snapshot_of_claim("team-a", "db-snap", "uid-1", "data");
         let ok = |namespace: &str, name: &str| Ok(Some(SecretRef { namespace: namespace.into(), name: name.into() }));
         // (rule, name template, namespace template, result)
-        let table: Vec<(&str, Option<&str>, Option<&str>, Result<Option<SecretRef>, String>)> = vec![
+        type Row = (&'static str, Option<&'static str>, Option<&'static str>, Result<Option<SecretRef>, String>);
+        let table: Vec<Row> = vec![
             ("5: no secret", None, None, Ok(None)),
             ("5: literal", Some("creds"), Some("kube-system"), ok("kube-system", "creds")),
             (

@@ -111,13 +111,14 @@ mod tests {
         let missing = || Err(not_found_text("persistentvolumeclaim", "data"));
 
         // (rule, snapshot, claim read, volume read, result)
-        let table: Vec<(
-            &str,
-            &VolumeSnapshot,
-            Result<&PersistentVolumeClaim, String>,
-            Option<&PersistentVolume>,
-            Result<(), &str>,
-        )> = vec![
+        type Row<'a> = (
+            &'a str,
+            &'a VolumeSnapshot,
+            Result<&'a PersistentVolumeClaim, String>,
+            Option<&'a PersistentVolume>,
+            Result<(), &'a str>,
+        );
+        let table: Vec<Row> = vec![
             ("1: bound claim and volume", &vs, Ok(&bound), Some(&good), Ok(())),
             ("1: claimRef without uid is fine", &vs, Ok(&bound), Some(&prebound_by_name), Ok(())),
             (

@@ -25,7 +25,8 @@ fn snapshot_finalizers_added() {
     let mut retain = delete.clone();
     retain.spec.deletion_policy = DeletionPolicy::Retain;
     // (rule, snapshot, content, finalizers after or no write)
-    let table: Vec<(&str, VolumeSnapshot, Option<&VolumeSnapshotContent>, Option<Vec<&str>>)> = vec![
+    type Row<'a> = (&'a str, VolumeSnapshot, Option<&'a VolumeSnapshotContent>, Option<Vec<&'a str>>);
+    let table: Vec<Row> = vec![
         ("3: as-source always", snapshot(false, &[], false, None), None, Some(vec![AS_SOURCE])),
         ("3: bound + Delete: both", snapshot(true, &[], false, None), Some(&delete), Some(vec![AS_SOURCE, BOUND])),
         ("3: bound + Retain: as-source only", snapshot(true, &[], false, None), Some(&retain), Some(vec![AS_SOURCE])),

@@ -14,7 +14,7 @@ mod volume_snapshot_content;
 
 pub use snapshot_error::SnapshotError;
 pub use volume_snapshot::{VolumeSnapshot, VolumeSnapshotSource, VolumeSnapshotSpec, VolumeSnapshotStatus};
-pub use volume_snapshot_class::VolumeSnapshotClass;
+pub use volume_snapshot_class::{VolumeSnapshotClass, VolumeSnapshotClassFields};
 pub use volume_snapshot_content::{
     DeletionPolicy, VolumeSnapshotContent, VolumeSnapshotContentSource, VolumeSnapshotContentSpec,
     VolumeSnapshotContentStatus,

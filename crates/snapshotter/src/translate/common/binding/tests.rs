@@ -1,0 +1,154 @@
+use super::*;
+use crate::translate::common::fixtures::*;
+use crate::translate::common::status_error::Record;
+
+/// (reason, message) of a refusal, or `None` for a content accepted.
+fn outcome<T>(result: Result<T, SnapshotFailure>) -> Option<(&'static str, String)> {
+    result.err().map(|f| (f.reason, f.message))
+}
+
+#[test]
+fn preprovisioned_content_checks() {
+    let vs = snapshot_of_content("ns", "snap", "uid-1", "c");
+    let good = content_for("c", "ns", "snap", "", ContentSourceKind::Snapshot);
+    let good_with_uid = content_for("c", "ns", "snap", "uid-1", ContentSourceKind::Snapshot);
+    let dynamic = content_for("c", "ns", "snap", "", ContentSourceKind::Volume);
+    let other_name = content_for("c", "ns", "other", "", ContentSourceKind::Snapshot);
+    let other_namespace = content_for("c", "ns2", "snap", "", ContentSourceKind::Snapshot);
+    let other_uid = content_for("c", "ns", "snap", "uid-2", ContentSourceKind::Snapshot);
+    let misbound =
+        Some(("SnapshotContentMisbound", "VolumeSnapshotContent [c] is bound to a different snapshot".to_string()));
+    // (rule, content, refusal)
+    let table = [
+        ("7: unbound content naming the snapshot", &good, None),
+        ("7: content bound to this snapshot", &good_with_uid, None),
+        (
+            "7: dynamic content",
+            &dynamic,
+            Some((
+                "SnapshotContentMismatch",
+                "VolumeSnapshotContent is dynamically provisioned while expecting a pre-provisioned one".to_string(),
+            )),
+        ),
+        ("7: ref names another snapshot", &other_name, misbound.clone()),
+        ("7: ref in another namespace", &other_namespace, misbound.clone()),
+        ("7: ref bound to another uid", &other_uid, misbound),
+    ];
+    for (rule, content, want) in table {
+        assert_eq!(outcome(preprovisioned_content(&vs, Some(content))), want, "{rule}");
+    }
+    assert_eq!(preprovisioned_content(&vs, None), Ok(None), "7: not found is not a refusal by itself");
+    let missing = content_missing(&vs);
+    assert_eq!(
+        (missing.reason, missing.message.as_str()),
+        ("SnapshotContentMissing", "VolumeSnapshotContent is missing")
+    );
+    assert_eq!(missing.error.as_deref(), Some("snapshot ns/snap requests an non-existing content c"));
+}
+
+#[test]
+fn binding_a_preprovisioned_content() {
+    let mut with_class = snapshot_of_content("ns", "snap", "uid-1", "c");
+    with_class.spec.volume_snapshot_class_name = Some("gold".into());
+    let without_class = snapshot_of_content("ns", "snap", "uid-1", "c");
+    let unbound = content_for("c", "ns", "snap", "", ContentSourceKind::Snapshot);
+    let mut bound_with_class = content_for("c", "ns", "snap", "uid-1", ContentSourceKind::Snapshot);
+    bound_with_class.spec.volume_snapshot_class_name = Some("gold".into());
+    let bound_without_class = content_for("c", "ns", "snap", "uid-1", ContentSourceKind::Snapshot);
+    let other_uid = content_for("c", "ns", "snap", "uid-2", ContentSourceKind::Snapshot);
+    // (rule, snapshot, content, (uid, class) written or nothing)
+    let table = [
+        ("7: uid and class written", &with_class, &unbound, Some((Some("uid-1"), Some("gold")))),
+        ("7: no class named: uid only", &without_class, &unbound, Some((Some("uid-1"), None))),
+        ("7: already bound with class: nothing", &with_class, &bound_with_class, None),
+        (
+            "7: bound without class: class written",
+            &with_class,
+            &bound_without_class,
+            Some((Some("uid-1"), Some("gold"))),
+        ),
+    ];
+    for (rule, vs, content, want) in table {
+        let patch = bind_patch(vs, content).unwrap();
+        let got = patch.as_ref().map(|p| (p.snapshot_uid.as_deref(), p.class_name.as_deref()));
+        assert_eq!(got, want, "{rule}");
+        if let Some(patch) = patch {
+            let bound = patch.apply(content);
+            assert_eq!(bound.spec.volume_snapshot_ref.uid.as_deref(), Some("uid-1"), "{rule}");
+        }
+    }
+    let refused = bind_patch(&with_class, &other_uid).unwrap_err();
+    assert_eq!(refused.reason, "SnapshotBindFailed");
+    assert_eq!(
+        refused.message,
+        "Snapshot failed to bind VolumeSnapshotContent, Could not bind snapshot snap and content c, the VolumeSnapshotRef does not match"
+    );
+}
+
+#[test]
+fn dynamic_content_checks() {
+    let vs = snapshot_of_claim("ns", "snap", "uid-1", "data");
+    let good = content_for("snapcontent-uid-1", "ns", "snap", "uid-1", ContentSourceKind::Volume);
+    let preprovisioned = content_for("snapcontent-uid-1", "ns", "snap", "uid-1", ContentSourceKind::Snapshot);
+    let mut both_handles = good.clone();
+    both_handles.spec.source.snapshot_handle = Some("h".into());
+    let no_uid = content_for("snapcontent-uid-1", "ns", "snap", "", ContentSourceKind::Volume);
+    let other = content_for("snapcontent-uid-1", "ns", "other", "uid-1", ContentSourceKind::Volume);
+    let misbound = Some((
+        "SnapshotContentMisbound",
+        "VolumeSnapshotContent [snapcontent-uid-1] is bound to a different snapshot".to_string(),
+    ));
+    // (rule, content, refusal)
+    let table = [
+        ("4: our content", &good, None),
+        (
+            "4: pre-provisioned under the dynamic name",
+            &preprovisioned,
+            Some((
+                "SnapshotContentMismatch",
+                "VolumeSnapshotContent snapcontent-uid-1 is pre-provisioned while expecting a dynamically provisioned one"
+                    .to_string(),
+            )),
+        ),
+        (
+            "4: snapshot handle set",
+            &both_handles,
+            Some(("SnapshotHandleSet", "Snapshot handle should not be set in content ns/snap for dynamic provisioning".to_string())),
+        ),
+        ("4: uid must be set", &no_uid, misbound.clone()),
+        ("4: wrong back-pointer", &other, misbound),
+    ];
+    for (rule, content, want) in table {
+        assert_eq!(outcome(dynamic_content(&vs, Some(content))), want, "{rule}");
+    }
+    assert_eq!(expected_content_name(&vs), "snapcontent-uid-1");
+    assert_eq!(expected_content_name(&snapshot_of_content("ns", "snap", "uid-1", "c")), "c");
+}
+
+#[test]
+fn ready_snapshot_recheck() {
+    let vs = snapshot_of_claim("ns", "snap", "uid-1", "data");
+    let good = content_for("c", "ns", "snap", "uid-1", ContentSourceKind::Volume);
+    let other = content_for("c", "ns", "snap", "uid-2", ContentSourceKind::Volume);
+    // (rule, content, refusal)
+    let table = [
+        ("8: content points back", Some(&good), None),
+        ("8: content gone", None, Some(("SnapshotContentMissing", "VolumeSnapshotContent is missing".to_string()))),
+        (
+            "8: content points elsewhere",
+            Some(&other),
+            Some((
+                "SnapshotMisbound",
+                "VolumeSnapshotContent is not bound to the VolumeSnapshot correctly".to_string(),
+            )),
+        ),
+    ];
+    for (rule, content, want) in table {
+        let result = ready_snapshot_check(&vs, content);
+        if let Err(failure) = &result {
+            assert_eq!(failure.record, Record::StatusError { ready_to_false: true }, "{rule}");
+            assert_eq!(failure.error, None, "{rule}: recorded, not retried");
+        }
+        assert_eq!(outcome(result), want, "{rule}");
+    }
+}

@@ -7,7 +7,7 @@
 //! resourceVersion twice), which is what keeps a not-ready content polled; and readyToUse turning true, because a
 //! deletion that waited for the being-created annotation can proceed only then (#1392).
 
-use snapshot_api::names::ANN_VOLUME_SNAPSHOT_BEING_CREATED;
+use snapshot_api::names::{ANN_VOLUME_SNAPSHOT_BEING_CREATED, LABEL_MANAGED_BY};
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 /// Whether the sidecar of `driver_name` handles `content`: it has a source, names this driver, and the class it names,
@@ -24,6 +24,12 @@ pub fn handles_content(
         _ => true,
     };
     has_source && content.spec.driver == driver_name && class_matches
+}
+
+/// With `--node-deployment`, the label selector of the content watch: only the contents the snapshot-controller
+/// labelled with this node (distributed snapshotting).
+pub fn node_label_selector(node_name: &str) -> String {
+    format!("{LABEL_MANAGED_BY}={node_name}")
 }
 
 /// Whether an update from `old` to `new` is worth a sync.
@@ -101,6 +107,11 @@ mod tests {
         for (rule, content, class, want) in table {
             assert_eq!(handles_content(&content, class.as_ref(), DRIVER), want, "{rule}");
         }
+    }
+
+    #[test]
+    fn node_deployment_watches_its_node_only() {
+        assert_eq!(node_label_selector("node-1"), "snapshot.storage.kubernetes.io/managed-by=node-1");
     }
 
     #[test]

@@ -112,7 +112,12 @@ pub struct Failed {
 /// other code is final, and the annotation goes. Either way the error is recorded and the content is retried.
 pub fn create_snapshot_failed(content: &VolumeSnapshotContent, phase: Phase, error: &CallError, now: Time) -> Failed {
     let volume = content.spec.source.volume_handle.as_deref().unwrap_or_default();
-    let text = format!("rpc error: code = {} desc = {}", go_code_name(error.code()), error.message());
+    // As a Go client prints it; our own deadline reads as Go's context error.
+    let message = match error {
+        CallError::Timeout { .. } => "context deadline exceeded".to_string(),
+        CallError::Status { status, .. } => status.message().to_string(),
+    };
+    let text = format!("rpc error: code = {} desc = {message}", go_code_name(error.code()));
     let mut failed =
         step_failed(content, phase, &format!("failed to take snapshot of the volume {volume}: {text:?}"), now);
     if error.disposition().is_final() {
@@ -313,6 +318,12 @@ mod tests {
             assert_eq!(failed.event.reason, REASON_SNAPSHOT_CREATION_FAILED, "{rule}");
             assert_eq!(status.error.and_then(|e| e.message), Some(failed.event.message.clone()), "{rule}");
         }
+        let timeout = CallError::Timeout { method: "CreateSnapshot", timeout: Duration::from_secs(60) };
+        let failed = create_snapshot_failed(&content(), Phase::Poll, &timeout, now.clone());
+        assert_eq!(failed.event.reason, REASON_CHECK_AND_UPDATE_FAILED);
+        assert!(
+            failed.event.message.ends_with(r#""rpc error: code = DeadlineExceeded desc = context deadline exceeded""#)
+        );
         let failed = create_snapshot_failed(&content(), Phase::Create, &status_error(Code::Internal), now);
         assert_eq!(failed.drop_being_created, None, "no annotation, nothing to drop");
         assert_eq!(

@@ -67,3 +67,19 @@ pub const PARAM_VOLUME_SNAPSHOT_CONTENT_NAME: &str = "csi.storage.k8s.io/volumes
 
 /// The prefix of the VolumeSnapshotContent a dynamic VolumeSnapshot gets: `snapcontent-<snapshot UID>`.
 pub const DYNAMIC_CONTENT_NAME_PREFIX: &str = "snapcontent-";
+
+/// The reserved keys removed from the parameters sent to the driver; any other reserved key is an error.
+pub const RESERVED_PARAMETERS: [&str; 8] = [
+    PARAM_SNAPSHOTTER_SECRET_NAME,
+    PARAM_SNAPSHOTTER_SECRET_NAMESPACE,
+    PARAM_SNAPSHOTTER_LIST_SECRET_NAME,
+    PARAM_SNAPSHOTTER_LIST_SECRET_NAMESPACE,
+    PARAM_GROUP_SNAPSHOTTER_SECRET_NAME,
+    PARAM_GROUP_SNAPSHOTTER_SECRET_NAMESPACE,
+    PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAME,
+    PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAMESPACE,
+];
+/// CreateVolumeGroupSnapshot parameters added with `--extra-create-metadata`.
+pub const PARAM_VOLUME_GROUP_SNAPSHOT_NAME: &str = "csi.storage.k8s.io/volumegroupsnapshot/name";
+pub const PARAM_VOLUME_GROUP_SNAPSHOT_NAMESPACE: &str = "csi.storage.k8s.io/volumegroupsnapshot/namespace";
+pub const PARAM_VOLUME_GROUP_SNAPSHOT_CONTENT_NAME: &str = "csi.storage.k8s.io/volumegroupsnapshotcontent/name";

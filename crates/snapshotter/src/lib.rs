@@ -5,4 +5,6 @@
 //! - **csi-snapshotter** (beside each driver) cuts and deletes the snapshots of its driver's contents.
 //!
 //! - [`translate`]: the pure rules of both (reference: ../shared/reference/external-snapshotter.md §3).
+//! - [`flags`]: the command lines of both (reference §2).
+pub mod flags;
 pub mod translate;

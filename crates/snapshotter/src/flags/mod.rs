@@ -1,0 +1,129 @@
+//! The command lines of the two snapshot binaries, with upstream names, defaults and Go syntax (reference §2):
+//!
+//! - [`controller`]: snapshot-controller (§2.1);
+//! - [`sidecar`]: csi-snapshotter (§2.2).
+//!
+//! Both flatten the runtime's [`CommonArgs`](sidecar_runtime::CommonArgs), which is csi-lib-utils' set. Upstream's
+//! snapshot-controller registers plain Go flags instead, without `--csi-address`, `--master`,
+//! `--leader-election-labels` and `--metrics-address`; ours accepts those four too (and ignores them), which no
+//! manifest written for upstream notices.
+//!
+//! What a flag parser cannot say is checked by each `validate`: flags upstream removed (an error naming the flag),
+//! flag combinations upstream refuses at startup, and the feature gates.
+
+pub mod controller;
+pub mod sidecar;
+
+use sidecar_runtime::flags::{FeatureGates, ValueError, go_bool};
+
+/// `--feature-gates` name of volume group snapshots.
+pub const CSI_VOLUME_GROUP_SNAPSHOT: &str = "CSIVolumeGroupSnapshot";
+/// Its default in the newest upstream release, v8.6.0, where the gate is Beta. (Upstream's unreleased master makes it
+/// GA and on by default.)
+pub const CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT: bool = false;
+/// The gates both binaries know.
+pub const KNOWN_GATES: [&str; 2] = [CSI_VOLUME_GROUP_SNAPSHOT, sidecar_runtime::RELEASE_LEADER_ELECTION_ON_EXIT];
+
+/// The feature gates of both binaries, after defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Features {
+    /// VolumeGroupSnapshots are handled.
+    pub volume_group_snapshot: bool,
+    /// SIGTERM releases the Lease after the workers have stopped.
+    pub release_leader_election_on_exit: bool,
+}
+
+impl Features {
+    /// The gates given on the command line, refusing names neither binary knows (as upstream does at startup).
+    pub fn from_gates(gates: &FeatureGates) -> Result<Features, ValueError> {
+        gates.check_known(&KNOWN_GATES)?;
+        Ok(Features {
+            volume_group_snapshot: gates.enabled(CSI_VOLUME_GROUP_SNAPSHOT, CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT),
+            release_leader_election_on_exit: gates.enabled(sidecar_runtime::RELEASE_LEADER_ELECTION_ON_EXIT, false),
+        })
+    }
+}
+
+/// A command line upstream would refuse at startup.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FlagError {
+    #[error(
+        "flag --enable-volume-group-snapshots was removed in v8.2: use --feature-gates={CSI_VOLUME_GROUP_SNAPSHOT}=true"
+    )]
+    EnableVolumeGroupSnapshotsRemoved,
+    #[error(
+        "--node-deployment and --leader-election cannot be used together: each node's csi-snapshotter handles its own node's contents"
+    )]
+    NodeDeploymentWithLeaderElection,
+    #[error("the NODE_NAME environment variable must be set when using --node-deployment")]
+    MissingNodeName,
+    #[error("--snapshot-name-prefix must not be empty")]
+    EmptySnapshotNamePrefix,
+    #[error("--groupsnapshot-name-prefix must not be empty when {CSI_VOLUME_GROUP_SNAPSHOT} is enabled")]
+    EmptyGroupSnapshotNamePrefix,
+    #[error(transparent)]
+    FeatureGates(#[from] ValueError),
+}
+
+/// `--enable-volume-group-snapshots`, which both binaries had up to v8.1: declared so that its use is refused with a
+/// message naming it and its replacement, rather than as an unknown flag.
+#[derive(Clone, Debug, clap::Args)]
+pub struct RemovedArgs {
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub enable_volume_group_snapshots: Option<String>,
+}
+
+impl RemovedArgs {
+    pub fn check(&self) -> Result<(), FlagError> {
+        match self.enable_volume_group_snapshots {
+            Some(_) => Err(FlagError::EnableVolumeGroupSnapshotsRemoved),
+            None => Ok(()),
+        }
+    }
+}
+
+/// component-base logging flags the runtime does not declare: accepted for compatibility, no effect.
+#[derive(Clone, Debug, clap::Args)]
+pub struct LogCompatArgs {
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub log_text_split_stream: bool,
+    #[arg(long, hide = true)]
+    pub log_text_info_buffer_size: Option<String>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
+    pub log_json_split_stream: bool,
+    #[arg(long, hide = true)]
+    pub log_json_info_buffer_size: Option<String>,
+}
+
+/// Parses `argv` (without the program name) as `program` would, Go forms included.
+#[cfg(test)]
+fn parse_as<P: clap::Parser>(program: &str, argv: &[&str]) -> Result<P, clap::Error> {
+    sidecar_runtime::flags::try_parse_from(std::iter::once(program).chain(argv.iter().copied()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feature_gates() {
+        let gates = |text: &str| FeatureGates::parse(text).unwrap();
+        let features =
+            |group, release| Ok(Features { volume_group_snapshot: group, release_leader_election_on_exit: release });
+        // (rule, --feature-gates, features)
+        let table = [
+            ("defaults: v8.6.0's", "", features(CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT, false)),
+            ("group snapshots on", "CSIVolumeGroupSnapshot=true", features(true, false)),
+            ("group snapshots off", "CSIVolumeGroupSnapshot=false", features(false, false)),
+            (
+                "release the Lease on exit",
+                "ReleaseLeaderElectionOnExit=true",
+                features(CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT, true),
+            ),
+            ("an unknown gate", "Topology=true", Err(ValueError::UnknownGate("Topology".into()))),
+        ];
+        for (rule, text, want) in table {
+            assert_eq!(Features::from_gates(&gates(text)), want, "{rule}");
+        }
+    }
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 use sidecar_runtime::flags::{go_bool, go_duration};
 use sidecar_runtime::{CommonArgs, RetryArgs};
 
-use super::{Features, FlagError, LogCompatArgs, RemovedArgs};
+use super::{Features, FlagError, RemovedArgs};
 
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "snapshot-controller", about = "Binds VolumeSnapshots to VolumeSnapshotContents, one per cluster")]
@@ -33,8 +33,6 @@ pub struct Args {
 
     #[command(flatten)]
     pub removed: RemovedArgs,
-    #[command(flatten)]
-    pub log_compat: LogCompatArgs,
 }
 
 impl Args {

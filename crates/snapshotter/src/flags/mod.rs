@@ -14,7 +14,7 @@
 pub mod controller;
 pub mod sidecar;
 
-use sidecar_runtime::flags::{FeatureGates, ValueError, go_bool};
+use sidecar_runtime::flags::{FeatureGates, ValueError};
 
 /// `--feature-gates` name of volume group snapshots.
 pub const CSI_VOLUME_GROUP_SNAPSHOT: &str = "CSIVolumeGroupSnapshot";
@@ -80,19 +80,6 @@ impl RemovedArgs {
             None => Ok(()),
         }
     }
-}
-
-/// component-base logging flags the runtime does not declare: accepted for compatibility, no effect.
-#[derive(Clone, Debug, clap::Args)]
-pub struct LogCompatArgs {
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
-    pub log_text_split_stream: bool,
-    #[arg(long, hide = true)]
-    pub log_text_info_buffer_size: Option<String>,
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
-    pub log_json_split_stream: bool,
-    #[arg(long, hide = true)]
-    pub log_json_info_buffer_size: Option<String>,
 }
 
 /// Parses `argv` (without the program name) as `program` would, Go forms included.

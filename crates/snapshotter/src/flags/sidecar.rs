@@ -5,7 +5,7 @@ use std::time::Duration;
 use sidecar_runtime::flags::{go_bool, go_duration};
 use sidecar_runtime::{CommonArgs, RetryArgs};
 
-use super::{Features, FlagError, LogCompatArgs, RemovedArgs};
+use super::{Features, FlagError, RemovedArgs};
 use crate::translate::sidecar::Snapshotter;
 
 #[derive(Debug, Clone, clap::Parser)]
@@ -49,8 +49,6 @@ pub struct Args {
 
     #[command(flatten)]
     pub removed: RemovedArgs,
-    #[command(flatten)]
-    pub log_compat: LogCompatArgs,
 }
 
 impl Args {

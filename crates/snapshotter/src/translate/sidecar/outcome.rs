@@ -2,7 +2,6 @@
 //! being-created annotation goes, the event, and whether to look again.
 
 use csi_client::CallError;
-use csi_client::error::go_code_name;
 use csi_client::proto::Snapshot;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sidecar_runtime::events::PlannedEvent;
@@ -112,12 +111,7 @@ pub struct Failed {
 /// other code is final, and the annotation goes. Either way the error is recorded and the content is retried.
 pub fn create_snapshot_failed(content: &VolumeSnapshotContent, phase: Phase, error: &CallError, now: Time) -> Failed {
     let volume = content.spec.source.volume_handle.as_deref().unwrap_or_default();
-    // As a Go client prints it; our own deadline reads as Go's context error.
-    let message = match error {
-        CallError::Timeout { .. } => "context deadline exceeded".to_string(),
-        CallError::Status { status, .. } => status.message().to_string(),
-    };
-    let text = format!("rpc error: code = {} desc = {message}", go_code_name(error.code()));
+    let text = error.go_text();
     let mut failed =
         step_failed(content, phase, &format!("failed to take snapshot of the volume {volume}: {text:?}"), now);
     if error.disposition().is_final() {

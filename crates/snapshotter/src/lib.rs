@@ -6,5 +6,6 @@
 //!
 //! - [`translate`]: the pure rules of both (reference: ../shared/reference/external-snapshotter.md §3).
 //! - [`flags`]: the command lines of both (reference §2).
+pub mod controller;
 pub mod flags;
 pub mod translate;

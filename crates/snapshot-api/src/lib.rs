@@ -20,7 +20,7 @@ pub use snapshot_error::SnapshotError;
 pub use volume_group_snapshot::{
     VolumeGroupSnapshot, VolumeGroupSnapshotSource, VolumeGroupSnapshotSpec, VolumeGroupSnapshotStatus,
 };
-pub use volume_group_snapshot_class::VolumeGroupSnapshotClass;
+pub use volume_group_snapshot_class::{VolumeGroupSnapshotClass, VolumeGroupSnapshotClassFields};
 pub use volume_group_snapshot_content::{
     GroupSnapshotHandles, VolumeGroupSnapshotContent, VolumeGroupSnapshotContentSource, VolumeGroupSnapshotContentSpec,
     VolumeGroupSnapshotContentStatus, VolumeSnapshotInfo,

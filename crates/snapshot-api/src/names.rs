@@ -18,6 +18,12 @@ pub const FINALIZER_VOLUME_SNAPSHOT_IN_GROUP: &str =
     "snapshot.storage.kubernetes.io/volumesnapshot-in-group-protection";
 /// The prefix of VolumeSnapshotClass parameters meant for the sidecars rather than the driver.
 pub const RESERVED_PARAMETER_PREFIX: &str = "csi.storage.k8s.io/";
+/// Class parameters naming the Secret of CreateSnapshot and DeleteSnapshot.
+pub const PARAM_SNAPSHOTTER_SECRET_NAME: &str = "csi.storage.k8s.io/snapshotter-secret-name";
+pub const PARAM_SNAPSHOTTER_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/snapshotter-secret-namespace";
+/// Class parameters naming the Secret of ListSnapshots.
+pub const PARAM_SNAPSHOTTER_LIST_SECRET_NAME: &str = "csi.storage.k8s.io/snapshotter-list-secret-name";
+pub const PARAM_SNAPSHOTTER_LIST_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/snapshotter-list-secret-namespace";
 /// Group class parameters naming the Secret of CreateVolumeGroupSnapshot and DeleteVolumeGroupSnapshot.
 pub const PARAM_GROUP_SNAPSHOTTER_SECRET_NAME: &str = "csi.storage.k8s.io/group-snapshotter-secret-name";
 pub const PARAM_GROUP_SNAPSHOTTER_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/group-snapshotter-secret-namespace";

@@ -16,8 +16,12 @@
 //!    (csi-snapshotter, with its DeleteVolumeGroupSnapshot request).
 
 pub mod content;
+pub mod create_request;
 pub mod default_class;
+pub mod deletion;
+pub mod members;
 pub mod names;
 pub mod secrets;
 pub mod selection;
 pub mod selector;
+pub mod status;

@@ -46,10 +46,11 @@ struct World {
     client: kube::Client,
     ns: TestNamespace,
     _scenario: Scenario,
-    /// The ServiceAccount both provisioners run as (a DaemonSet's pods share one), with upstream's rules.
-    _identity: SidecarIdentity,
     driver: String,
     nodes: Vec<NodeInstance>,
+    /// The ServiceAccount both provisioners run as (a DaemonSet's pods share one), with upstream's rules. After
+    /// `nodes`: fields drop in order, and the processes must be gone before their bindings are.
+    _identity: SidecarIdentity,
     classes: Vec<String>,
 }
 
@@ -86,7 +87,7 @@ impl World {
             );
             nodes.push(NodeInstance { name: node, socket, _plugin: plugin, provisioner });
         }
-        World { client, ns, _scenario: scenario, _identity: identity, driver, nodes, classes: Vec::new() }
+        World { client, ns, _scenario: scenario, driver, nodes, _identity: identity, classes: Vec::new() }
     }
 
     fn ns(&self) -> &str {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, has_finalizer};
-use csi_sidecars_e2e::{Cluster, binary, eventually, install_snapshot_crds, wait_for};
+use csi_sidecars_e2e::{Cluster, Sidecar, SidecarIdentity, binary, eventually, install_snapshot_crds, wait_for};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -171,8 +171,11 @@ async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
     let mut world = World::new("snapctl", &[]).await;
     let storage_class = world.class("data", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    // Upstream's snapshot-controller ClusterRole, through a ServiceAccount token (dropped after the process).
+    let identity =
+        SidecarIdentity::create(&world.client, world.ns(), Sidecar::SnapshotController, world.scenario.dir()).await;
     let args = vec![
-        format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
+        identity.kubeconfig_flag(),
         "--retry-interval-start=200ms".to_string(),
         "--retry-interval-max=2s".to_string(),
         "-v=5".to_string(),

@@ -15,27 +15,11 @@ use serde::{Deserialize, Serialize};
 use tonic::Status;
 
 use crate::prng::Prng;
+pub use crate::storage::AccessType;
 use crate::storage::Layout;
 
 /// The state file format this build writes and reads.
 const FORMAT_VERSION: u32 = 1;
-
-/// Block volume (a regular file) or mount volume (a directory).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AccessType {
-    Mount,
-    Block,
-}
-
-impl AccessType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Mount => "mount",
-            Self::Block => "block",
-        }
-    }
-}
 
 /// Where a volume's initial content came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,9 +17,8 @@ use std::os::unix::fs::{FileExt as _, MetadataExt as _};
 use std::os::unix::io::AsRawFd as _;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use tonic::Status;
-
-use crate::state::AccessType;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{action} {}: {source}", path.display())]
@@ -255,6 +254,23 @@ fn copy_range(input: &File, output: &File, start: u64, end: u64, buffer: &mut [u
         offset += read as u64;
     }
     Ok(())
+}
+
+/// Block volume (a regular file) or mount volume (a directory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessType {
+    Mount,
+    Block,
+}
+
+impl AccessType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mount => "mount",
+            Self::Block => "block",
+        }
+    }
 }
 
 #[cfg(test)]

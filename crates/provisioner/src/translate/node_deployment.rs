@@ -22,28 +22,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::claim_filter::selected_node;
 use super::names::{ANN_SELECTED_NODE, BINDING_WAIT_FOR_FIRST_CONSUMER};
+pub use super::provisioner::NodeDeployment;
 use super::provisioner::Provisioner;
 use super::topology::{TopologyInput, TopologyPin, accessibility_requirements};
 
 /// The poll interval while waiting never drops below this (item 72).
 const MIN_POLL_INTERVAL: Duration = Duration::from_millis(10);
-
-/// This instance's node, from `NODE_NAME` and NodeGetInfo, and the `--node-deployment-*` flags.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeDeployment {
-    /// `NODE_NAME`: the Kubernetes node this instance serves, written as the claims' selected node.
-    pub node_name: String,
-    /// NodeGetInfo `node_id`.
-    pub node_id: String,
-    /// NodeGetInfo `accessible_topology` segments; empty when the driver reported none.
-    pub topology: BTreeMap<String, String>,
-    /// `--node-deployment-immediate-binding`
-    pub immediate_binding: bool,
-    /// `--node-deployment-base-delay`
-    pub base_delay: Duration,
-    /// `--node-deployment-max-delay`
-    pub max_delay: Duration,
-}
 
 impl NodeDeployment {
     /// The Node the topology rules see for this instance: named after `NODE_NAME`, labelled with the segments.

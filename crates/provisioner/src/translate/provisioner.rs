@@ -1,8 +1,9 @@
 //! What the translation rules need to know about this provisioner: the driver, its capabilities, the flags.
 
-use csi_client::capabilities::{ControllerCapabilities, ControllerCapability, PluginCapabilities, PluginService};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
-use super::node_deployment::NodeDeployment;
+use csi_client::capabilities::{ControllerCapabilities, ControllerCapability, PluginCapabilities, PluginService};
 
 /// The provisioner's feature gates (`--feature-gates`), with upstream defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +100,23 @@ pub fn provisioner_identity(unix_millis: i64, random: u32, driver_name: &str, no
         identity.push_str(node);
     }
     identity
+}
+
+/// This instance's node, from `NODE_NAME` and NodeGetInfo, and the `--node-deployment-*` flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeDeployment {
+    /// `NODE_NAME`: the Kubernetes node this instance serves, written as the claims' selected node.
+    pub node_name: String,
+    /// NodeGetInfo `node_id`.
+    pub node_id: String,
+    /// NodeGetInfo `accessible_topology` segments; empty when the driver reported none.
+    pub topology: BTreeMap<String, String>,
+    /// `--node-deployment-immediate-binding`
+    pub immediate_binding: bool,
+    /// `--node-deployment-base-delay`
+    pub base_delay: Duration,
+    /// `--node-deployment-max-delay`
+    pub max_delay: Duration,
 }
 
 #[cfg(test)]

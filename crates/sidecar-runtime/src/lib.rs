@@ -8,6 +8,7 @@
 //! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`.
 //! - [`watch`]: watch caches and the loop that fills them before any worker starts.
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
+//! - [`object_names`]: Kubernetes' DNS-1123 rules for the names and namespaces templates resolve to.
 //! - [`quantity`]: Kubernetes quantities as byte counts and back.
 //! - [`update`]: guarded updates (the verb upstream's roles grant), and finalizers added and removed with them.
 //! - [`events`]: core/v1 Events as client-go records them.
@@ -23,6 +24,7 @@ pub mod http;
 pub mod kube_client;
 pub mod leader_election;
 pub mod logging;
+pub mod object_names;
 pub mod quantity;
 pub mod queue;
 pub mod rate_limit;

@@ -3,6 +3,7 @@
 //! on the content as the `groupsnapshot.storage.kubernetes.io/deletion-secret-*` annotations, so that deletion
 //! works after the class is gone (reference §4.2 item 5).
 
+use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
 use std::collections::BTreeMap;
 
 use snapshot_api::names::{PARAM_GROUP_SNAPSHOTTER_SECRET_NAME, PARAM_GROUP_SNAPSHOTTER_SECRET_NAMESPACE};
@@ -88,18 +89,6 @@ fn resolve(key: &'static str, template: &str, tokens: &[(&str, &str)]) -> Result
 
 fn invalid(key: &'static str, (value, resolved): (String, String), what: &'static str) -> SecretError {
     SecretError::Invalid { key, value, resolved, what }
-}
-
-fn is_dns1123_label(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    (1..=63).contains(&bytes.len())
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-}
-
-fn is_dns1123_subdomain(value: &str) -> bool {
-    value.len() <= 253 && value.split('.').all(is_dns1123_label)
 }
 
 /// The content's deletion Secret annotations, when it has both.

@@ -3,6 +3,7 @@
 //! Only references are resolved here; the controller reads the Secret and passes its data back through
 //! [`credentials`].
 
+use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
@@ -299,21 +300,6 @@ fn shell_name(s: &str) -> (&str, usize) {
     }
     let end = b.iter().position(|&c| !(c == b'_' || c.is_ascii_alphanumeric())).unwrap_or(b.len());
     (&s[..end], end)
-}
-
-fn is_dns1123_label(s: &str) -> bool {
-    s.len() <= 63 && is_label_shape(s)
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_label_shape)
-}
-
-fn is_label_shape(s: &str) -> bool {
-    let b = s.as_bytes();
-    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
-    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty() && edge(&b[0]) && edge(&b[b.len() - 1]) && b.iter().all(inner)
 }
 
 /// The data of a Secret as strings, the way upstream sends it in CSI `secrets`. Never printed.

@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
+use sidecar_runtime::watch;
 use sidecar_runtime::{EventRecorder, Outcome, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
@@ -94,7 +95,19 @@ impl Controller {
         let watches = stores::watches(&shared, self.feeds);
         watches
             .serve(&stop, || async {
-                let resync = tokio::spawn(resync(shared.clone()));
+                let resync = tokio::spawn({
+                    let shared = shared.clone();
+                    // Upstream's informer resync: every claim is looked at again every `--resync-period`.
+                    async move {
+                        let claims = shared.stores.claims.clone();
+                        watch::resync(shared.options.resync_period, || {
+                            for claim in claims.state() {
+                                shared.queue.add(crate::translate::claim::claim_key(&claim));
+                            }
+                        })
+                        .await
+                    }
+                });
                 let handler_shared = shared.clone();
                 shared
                     .queue
@@ -106,21 +119,6 @@ impl Controller {
                 resync.abort();
             })
             .await;
-    }
-}
-
-/// Upstream's informer resync: every claim is looked at again every `--resync-period`.
-async fn resync(shared: Arc<Shared>) {
-    let period = shared.options.resync_period;
-    if period.is_zero() {
-        return;
-    }
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    loop {
-        ticker.tick().await;
-        for claim in shared.stores.claims.state() {
-            shared.queue.add(crate::translate::claim::claim_key(&claim));
-        }
     }
 }
 

@@ -8,6 +8,7 @@ use snapshot_api::{
 use tonic::{Code, Status};
 
 use super::*;
+use snapshot_api::names::PARAM_GROUP_SNAPSHOTTER_SECRET_NAME;
 
 const UID: &str = "3f1c2a9e-7b7d-4d8e-9f30-0c1b2a3d4e5f";
 

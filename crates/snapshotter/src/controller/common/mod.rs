@@ -16,10 +16,13 @@ mod writes;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube::ResourceExt;
+use sidecar_runtime::watch;
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 use crate::translate::common::dynamic_content::ContentOptions;
+use crate::translate::common::names::snapshot_key;
 use stores::{Feeds, Stores};
 
 /// The events' source component, as upstream's.
@@ -73,7 +76,21 @@ impl Controller {
         let watches = stores::watches(&shared, self.feeds);
         watches
             .serve(&stop, || async {
-                let resync = tokio::spawn(resync(shared.clone()));
+                let resync = tokio::spawn({
+                    let shared = shared.clone();
+                    // Upstream's informer resync: every snapshot and content is synced again every `--resync-period`.
+                    async move {
+                        watch::resync(shared.options.resync_period, || {
+                            for snapshot in shared.stores.snapshots.state() {
+                                shared.snapshots.add(snapshot_key(&snapshot));
+                            }
+                            for content in shared.stores.contents.state() {
+                                shared.contents.add(content.name_any());
+                            }
+                        })
+                        .await
+                    }
+                });
                 let workers = shared.options.workers;
                 let snapshots = shared.snapshots.run(workers, stop.clone(), {
                     let shared = shared.clone();
@@ -93,23 +110,5 @@ impl Controller {
                 resync.abort();
             })
             .await;
-    }
-}
-
-/// Upstream's informer resync: every snapshot and content is synced again every `--resync-period`.
-async fn resync(shared: Arc<Shared>) {
-    let period = shared.options.resync_period;
-    if period.is_zero() {
-        return;
-    }
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    loop {
-        ticker.tick().await;
-        for snapshot in shared.stores.snapshots.state() {
-            shared.snapshots.add(crate::translate::common::names::snapshot_key(&snapshot));
-        }
-        for content in shared.stores.contents.state() {
-            shared.contents.add(kube::ResourceExt::name_any(&*content));
-        }
     }
 }

@@ -5,6 +5,7 @@
 //! the Secret after the class or the snapshot is gone. csi-snapshotter resolves the ListSnapshots secret the same
 //! way, without a snapshot ([`SnapshotSecret::SnapshotterList`]). Only references are handled; no secret data.
 
+use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube::ResourceExt;
@@ -168,20 +169,6 @@ fn shell_name(s: &str) -> (&str, usize) {
             (&s[..end], end)
         }
     }
-}
-
-fn is_dns1123_label(s: &str) -> bool {
-    s.len() <= 63 && is_label_shape(s)
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_label_shape)
-}
-
-fn is_label_shape(s: &str) -> bool {
-    let b = s.as_bytes();
-    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty() && edge(&b[0]) && edge(&b[b.len() - 1]) && b.iter().all(|c| edge(c) || *c == b'-')
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! - ListSnapshots: the class's `snapshotter-list-secret-*` templates, where only `${volumesnapshotcontent.name}` may
 //!   be used; a group member has no class and uses the deletion-secret annotations instead.
 
+use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
 use std::collections::{BTreeMap, BTreeSet};
 
 use snapshot_api::VolumeSnapshotContent;
@@ -102,19 +103,6 @@ fn resolve(template: &str, content_name: &str) -> Result<String, String> {
         return Err(format!("error resolving value {template:?}: invalid tokens: [{}]", list.join(" ")));
     }
     Ok(out)
-}
-
-fn is_dns1123_label(s: &str) -> bool {
-    s.len() <= 63 && is_label_shape(s)
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_label_shape)
-}
-
-fn is_label_shape(s: &str) -> bool {
-    let edge = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    s.starts_with(edge) && s.ends_with(edge) && s.chars().all(|c| edge(c) || c == '-')
 }
 
 #[cfg(test)]

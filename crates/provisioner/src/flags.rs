@@ -11,7 +11,7 @@ use sidecar_runtime::flags::{go_bool, go_duration};
 use sidecar_runtime::{CommonArgs, RetryArgs};
 
 use crate::translate::node_deployment::NodeDeployment;
-use crate::translate::provisioner::{FeatureGates, Provisioner};
+use crate::translate::provisioner::{Features, Provisioner};
 
 /// `--feature-gates` names the provisioner knows.
 pub const TOPOLOGY: &str = "Topology";
@@ -152,11 +152,11 @@ pub fn removed_flag<I: IntoIterator<Item = String>>(argv: I) -> Option<String> {
 
 impl Args {
     /// The feature gates, refusing names the provisioner does not know.
-    pub fn feature_gates(&self) -> Result<FeatureGates, sidecar_runtime::flags::ValueError> {
+    pub fn feature_gates(&self) -> Result<Features, sidecar_runtime::flags::ValueError> {
         let gates = self.common.feature_gates();
         gates.check_known(&KNOWN_GATES)?;
-        let defaults = FeatureGates::default();
-        Ok(FeatureGates {
+        let defaults = Features::default();
+        Ok(Features {
             topology: gates.enabled(TOPOLOGY, defaults.topology),
             volume_attributes_class: gates.enabled(VOLUME_ATTRIBUTES_CLASS, defaults.volume_attributes_class),
             cross_namespace_volume_data_source: gates
@@ -165,7 +165,7 @@ impl Args {
     }
 
     /// The flags that shape requests and volumes, applied to a provisioner for `driver_name`.
-    pub fn provisioner(&self, driver_name: &str, features: FeatureGates) -> Provisioner {
+    pub fn provisioner(&self, driver_name: &str, features: Features) -> Provisioner {
         let mut provisioner = Provisioner::new(driver_name);
         provisioner.volume_name_prefix = self.volume_name_prefix.clone();
         provisioner.volume_name_uuid_length = self.volume_name_uuid_length;
@@ -254,7 +254,7 @@ mod tests {
         assert_eq!(args.node_deployment_base_delay, Duration::from_secs(20));
         assert_eq!(args.node_deployment_max_delay, Duration::from_secs(60));
         assert_eq!(args.snapshot_orphan_sweep_interval, Duration::from_secs(300));
-        assert_eq!(args.feature_gates().unwrap(), FeatureGates::default());
+        assert_eq!(args.feature_gates().unwrap(), Features::default());
         assert!(args.unsupported().is_empty());
     }
 

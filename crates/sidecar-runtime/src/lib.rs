@@ -8,6 +8,7 @@
 //! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`.
 //! - [`watch`]: watch caches and the loop that fills them before any worker starts.
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
+//! - [`names`]: Kubernetes and CSI names more than one sidecar uses.
 //! - [`object_names`]: Kubernetes' DNS-1123 rules for the names and namespaces templates resolve to.
 //! - [`quantity`]: Kubernetes quantities as byte counts and back.
 //! - [`update`]: guarded updates (the verb upstream's roles grant), and finalizers added and removed with them.
@@ -24,6 +25,7 @@ pub mod http;
 pub mod kube_client;
 pub mod leader_election;
 pub mod logging;
+pub mod names;
 pub mod object_names;
 pub mod quantity;
 pub mod queue;

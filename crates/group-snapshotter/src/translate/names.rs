@@ -9,11 +9,10 @@ pub use snapshot_api::names::{
 };
 
 /// The `apiVersion` and kind of member VolumeSnapshots, as their contents' `volumeSnapshotRef` names them.
-pub const SNAPSHOT_API_VERSION: &str = "snapshot.storage.k8s.io/v1";
-pub const KIND_VOLUME_SNAPSHOT: &str = "VolumeSnapshot";
+pub use snapshot_api::names::{API_VERSION as SNAPSHOT_API_VERSION, KIND_VOLUME_SNAPSHOT};
 /// Member object names: `snapshot-<hash>` and `snapcontent-<hash>` (reference §4.4).
 pub const MEMBER_SNAPSHOT_NAME_PREFIX: &str = "snapshot-";
-pub const MEMBER_CONTENT_NAME_PREFIX: &str = "snapcontent-";
+pub use snapshot_api::names::DYNAMIC_CONTENT_NAME_PREFIX as MEMBER_CONTENT_NAME_PREFIX;
 
 // ---- Events on a VolumeGroupSnapshot (snapshot-controller) ------------------------------------------------------
 

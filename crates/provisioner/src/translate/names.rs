@@ -1,6 +1,11 @@
 //! Every annotation, finalizer, label, StorageClass parameter key and event reason the provisioner reads or writes,
 //! spelled exactly as upstream external-provisioner and its library spell them (reference §3).
 
+pub use sidecar_runtime::names::{
+    ANN_CONTROLLER_MODIFY_SECRET_NAME, ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE, PARAM_PV_NAME, PARAM_PVC_NAME,
+    PARAM_PVC_NAMESPACE, RESERVED_PARAMETER_PREFIX, RESOURCE_STORAGE, VOLUME_MODE_BLOCK,
+};
+
 // ---- Claim annotations -------------------------------------------------------------------------------------------
 
 /// The provisioner the cluster's PV controller asks to provision a claim.
@@ -25,10 +30,6 @@ pub const ANN_PROVISIONER_DELETION_SECRET_NAME: &str = "volume.kubernetes.io/pro
 /// Namespace of the provisioner secret, kept on the PV for DeleteVolume.
 pub const ANN_PROVISIONER_DELETION_SECRET_NAMESPACE: &str =
     "volume.kubernetes.io/provisioner-deletion-secret-namespace";
-/// Name of the controller-modify secret, read by external-resizer for ControllerModifyVolume.
-pub const ANN_CONTROLLER_MODIFY_SECRET_NAME: &str = "volume.kubernetes.io/controller-modify-secret-name";
-/// Namespace of the controller-modify secret, read by external-resizer for ControllerModifyVolume.
-pub const ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE: &str = "volume.kubernetes.io/controller-modify-secret-namespace";
 /// Keeps a PV with reclaim policy Delete until the backend volume is deleted.
 pub const FINALIZER_PV: &str = "external-provisioner.volume.kubernetes.io/finalizer";
 /// Ours, beyond upstream: kept on a claim from just before CreateVolume until its PV exists or the volume is known to
@@ -45,9 +46,6 @@ pub use snapshot_api::names::ANN_ALLOW_VOLUME_MODE_CHANGE;
 pub const VOLUME_ATTRIBUTE_PROVISIONER_IDENTITY: &str = "storage.kubernetes.io/csiProvisionerIdentity";
 
 // ---- StorageClass parameters ------------------------------------------------------------------------------------
-
-/// Parameters with this prefix are for the provisioner and never reach CreateVolume.
-pub const RESERVED_PARAMETER_PREFIX: &str = "csi.storage.k8s.io/";
 
 pub const PARAM_FSTYPE: &str = "csi.storage.k8s.io/fstype";
 pub const PARAM_SECRET_NAME: &str = "csi.storage.k8s.io/secret-name";
@@ -99,11 +97,6 @@ pub const DEPRECATED_PARAM_NODE_STAGE_SECRET_NAMESPACE: &str = "csiNodeStageSecr
 pub const DEPRECATED_PARAM_NODE_PUBLISH_SECRET_NAME: &str = "csiNodePublishSecretName";
 pub const DEPRECATED_PARAM_NODE_PUBLISH_SECRET_NAMESPACE: &str = "csiNodePublishSecretNamespace";
 
-/// `--extra-create-metadata` keys added to the CreateVolume parameters.
-pub const PARAM_PVC_NAME: &str = "csi.storage.k8s.io/pvc/name";
-pub const PARAM_PVC_NAMESPACE: &str = "csi.storage.k8s.io/pvc/namespace";
-pub const PARAM_PV_NAME: &str = "csi.storage.k8s.io/pv/name";
-
 // ---- Data sources -----------------------------------------------------------------------------------------------
 
 pub const KIND_VOLUME_SNAPSHOT: &str = "VolumeSnapshot";
@@ -112,13 +105,10 @@ pub const KIND_PERSISTENT_VOLUME_CLAIM: &str = "PersistentVolumeClaim";
 
 // ---- Kubernetes enum values -------------------------------------------------------------------------------------
 
-pub const VOLUME_MODE_BLOCK: &str = "Block";
 pub const BINDING_WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
 pub use csi_client::access_modes::{
     ACCESS_READ_ONLY_MANY, ACCESS_READ_WRITE_MANY, ACCESS_READ_WRITE_ONCE, ACCESS_READ_WRITE_ONCE_POD,
 };
-/// The resource name of a claim's size request and a volume's capacity.
-pub const RESOURCE_STORAGE: &str = "storage";
 
 // ---- Events -----------------------------------------------------------------------------------------------------
 

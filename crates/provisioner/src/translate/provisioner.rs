@@ -7,7 +7,7 @@ use csi_client::capabilities::{ControllerCapabilities, ControllerCapability, Plu
 
 /// The provisioner's feature gates (`--feature-gates`), with upstream defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FeatureGates {
+pub struct Features {
     /// `Topology`, GA.
     pub topology: bool,
     /// `VolumeAttributesClass`, GA.
@@ -16,9 +16,9 @@ pub struct FeatureGates {
     pub cross_namespace_volume_data_source: bool,
 }
 
-impl Default for FeatureGates {
-    fn default() -> FeatureGates {
-        FeatureGates { topology: true, volume_attributes_class: true, cross_namespace_volume_data_source: false }
+impl Default for Features {
+    fn default() -> Features {
+        Features { topology: true, volume_attributes_class: true, cross_namespace_volume_data_source: false }
     }
 }
 
@@ -49,7 +49,7 @@ pub struct Provisioner {
     pub prevent_volume_mode_conversion: bool,
     pub plugin_capabilities: PluginCapabilities,
     pub controller_capabilities: ControllerCapabilities,
-    pub features: FeatureGates,
+    pub features: Features,
     /// `--node-deployment`: this instance's node; `None` for the usual central deployment.
     pub node_deployment: Option<NodeDeployment>,
 }
@@ -71,7 +71,7 @@ impl Provisioner {
             prevent_volume_mode_conversion: true,
             plugin_capabilities: PluginCapabilities::default(),
             controller_capabilities: ControllerCapabilities::default(),
-            features: FeatureGates::default(),
+            features: Features::default(),
             node_deployment: None,
         }
     }

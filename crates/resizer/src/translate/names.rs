@@ -1,6 +1,12 @@
 //! Every annotation, condition type, status value, event reason, feature gate and parameter key the resizer reads
 //! or writes, spelled exactly as upstream external-resizer and Kubernetes spell them (reference §2–§4).
 
+pub use sidecar_runtime::RELEASE_LEADER_ELECTION_ON_EXIT as GATE_RELEASE_LEADER_ELECTION_ON_EXIT;
+pub use sidecar_runtime::names::{
+    ANN_CONTROLLER_MODIFY_SECRET_NAME, ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE, PARAM_PV_NAME, PARAM_PVC_NAME,
+    PARAM_PVC_NAMESPACE, RESOURCE_STORAGE, VOLUME_MODE_BLOCK,
+};
+
 // ---- Annotations --------------------------------------------------------------------------------------------------
 
 /// On a claim: the CSI driver KCM hands an in-tree (migrated) claim to. Read, never written (§3 item 12).
@@ -10,10 +16,6 @@ pub const ANN_STORAGE_RESIZER: &str = "volume.kubernetes.io/storage-resizer";
 pub const ANN_PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
 /// On a claim: `"true"` tells kubelet the driver finished the expansion in the controller (§3 item 33).
 pub const ANN_NODE_EXPANSION_NOT_REQUIRED: &str = "volume.kubernetes.io/node-expansion-not-required";
-/// On a PV: name of the Secret for ControllerModifyVolume, set by external-provisioner (§4 item 20).
-pub const ANN_CONTROLLER_MODIFY_SECRET_NAME: &str = "volume.kubernetes.io/controller-modify-secret-name";
-/// On a PV: namespace of the Secret for ControllerModifyVolume.
-pub const ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE: &str = "volume.kubernetes.io/controller-modify-secret-namespace";
 
 // ---- Claim condition types ----------------------------------------------------------------------------------------
 
@@ -85,21 +87,12 @@ pub const GATE_ANNOTATE_FS_RESIZE: &str = "AnnotateFsResize";
 pub const GATE_RECOVER_VOLUME_EXPANSION_FAILURE: &str = "RecoverVolumeExpansionFailure";
 /// GA, on by default (turned off when the storage.k8s.io/v1 VolumeAttributesClass API is missing).
 pub const GATE_VOLUME_ATTRIBUTES_CLASS: &str = "VolumeAttributesClass";
-/// Alpha, off by default: release the Lease on SIGTERM (the runtime implements it).
-pub const GATE_RELEASE_LEADER_ELECTION_ON_EXIT: &str = "ReleaseLeaderElectionOnExit";
 
 // ---- ControllerModifyVolume mutable_parameters added by --extra-modify-metadata ------------------------------------
 
-pub const PARAM_PVC_NAME: &str = "csi.storage.k8s.io/pvc/name";
-pub const PARAM_PVC_NAMESPACE: &str = "csi.storage.k8s.io/pvc/namespace";
-pub const PARAM_PV_NAME: &str = "csi.storage.k8s.io/pv/name";
-
 // ---- Kubernetes values --------------------------------------------------------------------------------------------
 
-/// The resource name of a claim's size request and a volume's capacity.
-pub const RESOURCE_STORAGE: &str = "storage";
 pub const CLAIM_BOUND: &str = "Bound";
-pub const VOLUME_MODE_BLOCK: &str = "Block";
 pub use csi_client::access_modes::{
     ACCESS_READ_ONLY_MANY, ACCESS_READ_WRITE_MANY, ACCESS_READ_WRITE_ONCE, ACCESS_READ_WRITE_ONCE_POD,
 };

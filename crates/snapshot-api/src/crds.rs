@@ -50,6 +50,14 @@ pub fn group_snapshot_crds() -> Vec<(&'static str, CustomResourceDefinition)> {
     .collect()
 }
 
+/// The Gateway API's approval of its `*.k8s.io` group.
+const APPROVED_GATEWAY: &str = "https://github.com/kubernetes-sigs/gateway-api/pull/1538";
+
+/// The ReferenceGrant CRD, for clusters without the Gateway API's own (not part of the chart).
+pub fn reference_grant_crd() -> CustomResourceDefinition {
+    approved(crate::reference_grant::ReferenceGrant::crd(), APPROVED_GATEWAY)
+}
+
 /// Every CRD of the chart: the snapshot ones, then the group snapshot ones.
 pub fn all_crds() -> Vec<(&'static str, CustomResourceDefinition)> {
     snapshot_crds().into_iter().chain(group_snapshot_crds()).collect()

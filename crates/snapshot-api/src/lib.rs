@@ -5,9 +5,13 @@
 //! The types follow the upstream v1 schema field for field (JSON names, required fields, enums, CEL rules, printer
 //! columns, short names), so that objects written by the upstream controllers read back unchanged and the CRDs
 //! generated from them (`cargo run -p snapshot-api --bin snapshot-crds`) can replace the upstream ones.
+//!
+//! It is the one crate for API types that are not Kubernetes' own, so it also holds the Gateway API's
+//! [`reference_grant::ReferenceGrant`], which the provisioner reads.
 
 pub mod crds;
 pub mod names;
+pub mod reference_grant;
 mod snapshot_error;
 mod volume_group_snapshot;
 mod volume_group_snapshot_class;

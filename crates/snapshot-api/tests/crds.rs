@@ -274,3 +274,21 @@ fn deletion_policy_stays_mutable_on_contents() {
         assert!(policy.get("x-kubernetes-validations").is_none(), "{name}: {policy}");
     }
 }
+
+#[test]
+fn the_reference_grant_crd_serves_what_the_provisioner_reads() {
+    let crd = snapshot_api::crds::reference_grant_crd();
+    assert_eq!(crd.metadata.name.as_deref(), Some("referencegrants.gateway.networking.k8s.io"));
+    assert_eq!(crd.spec.scope, "Namespaced");
+    assert_eq!(crd.spec.names.short_names.as_deref(), Some(&["refgrant".to_string()][..]));
+    let versions: Vec<(&str, bool, bool)> =
+        crd.spec.versions.iter().map(|v| (v.name.as_str(), v.served, v.storage)).collect();
+    assert_eq!(versions, [("v1beta1", true, true)]);
+    let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    let spec = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    for field in ["from", "to"] {
+        assert_eq!(spec[field]["type"], "array", "{field}");
+    }
+    let annotations = crd.metadata.annotations.unwrap_or_default();
+    assert!(annotations.contains_key("api-approved.kubernetes.io"), "*.k8s.io groups need the approval annotation");
+}

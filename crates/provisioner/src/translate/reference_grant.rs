@@ -1,53 +1,11 @@
 //! Cross-namespace data sources: a claim may use a source in another namespace only when a Gateway API
 //! ReferenceGrant in that namespace allows it (item 57).
 
-use kube::CustomResource;
-use serde::{Deserialize, Serialize};
+pub use snapshot_api::reference_grant::{ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 
 use super::data_source::DataSource;
 use super::names::KIND_PERSISTENT_VOLUME_CLAIM;
 use super::refusal::Refusal;
-
-/// `gateway.networking.k8s.io/v1beta1` ReferenceGrant, the part the provisioner reads. The CRD belongs to the
-/// Gateway API; no schema is generated here.
-#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[kube(
-    group = "gateway.networking.k8s.io",
-    version = "v1beta1",
-    kind = "ReferenceGrant",
-    plural = "referencegrants",
-    namespaced,
-    schema = "disabled"
-)]
-pub struct ReferenceGrantSpec {
-    /// Who may refer (namespace and kind of the referring object).
-    #[serde(default)]
-    pub from: Vec<ReferenceGrantFrom>,
-    /// What may be referred to in the grant's namespace.
-    #[serde(default)]
-    pub to: Vec<ReferenceGrantTo>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReferenceGrantFrom {
-    #[serde(default)]
-    pub group: String,
-    #[serde(default)]
-    pub kind: String,
-    #[serde(default)]
-    pub namespace: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReferenceGrantTo {
-    #[serde(default)]
-    pub group: String,
-    #[serde(default)]
-    pub kind: String,
-    /// Empty or absent: every object of the kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
 
 /// Whether the source is in another namespace than the claim, so that a grant is needed.
 pub fn needs_grant(claim_namespace: &str, source: &DataSource) -> bool {

@@ -6,18 +6,22 @@
 //! bounded timeouts, and on failure prints the logs of every process it started.
 
 mod cluster;
+pub mod driver_world;
 mod http;
 mod namespace;
 mod process;
 pub mod provisioner_world;
+mod rbac;
 mod reference_grant_crd;
+pub mod resizer_world;
 mod snapshot_crds;
 mod wait;
 
 pub use cluster::{Cluster, clean_up, repo_root};
-pub use http::{free_port, http_get};
+pub use http::{free_port, http_get, try_http_get};
 pub use namespace::TestNamespace;
 pub use process::{Process, Scenario, binary};
+pub use rbac::{Rules, Sidecar, SidecarIdentity};
 pub use reference_grant_crd::install_reference_grant_crd;
 pub use snapshot_crds::install_snapshot_crds;
 pub use wait::{eventually, wait_for};

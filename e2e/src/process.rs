@@ -31,6 +31,11 @@ impl Scenario {
         Scenario { name: name.to_string(), dir, logs: Vec::new() }
     }
 
+    /// This scenario's private folder.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// A path inside this scenario's private folder.
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)

@@ -4,10 +4,11 @@
 //! Every test runs its own plugin under a driver name of its own (`<namespace>.csi.e2e`): all provisioners watch
 //! the whole cluster, and a unique driver name keeps each test's claims, classes and volumes to its own pair of
 //! processes. StorageClasses, Nodes and CSINodes are cluster-scoped, so they are named after the namespace and
-//! removed when the world is dropped.
+//! removed when the world is dropped. The provisioners run as the world's ServiceAccount with upstream's RBAC rules
+//! (crate::rbac), never as admin.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
@@ -19,7 +20,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 
-use crate::{Cluster, Process, Scenario, TestNamespace, binary, eventually, wait_for};
+use crate::driver_world::DriverWorld;
+use crate::{Process, Rules, Sidecar, SidecarIdentity, binary, eventually, wait_for};
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 pub const PROVISIONING_FINALIZER: &str = "provisioner.storage.kubernetes.io/provisioning-protection";
@@ -30,12 +32,9 @@ pub const PLUGIN_NODE: &str = "e2e-node";
 
 /// One test's world: namespace, plugin, and API handles.
 pub struct ProvisionerWorld {
-    pub client: kube::Client,
-    pub ns: TestNamespace,
-    pub scenario: Scenario,
-    pub driver: String,
-    pub socket: PathBuf,
-    pub plugin: Process,
+    /// Namespace, plugin, and the ServiceAccount every provisioner of the world runs as (fields reached through
+    /// `Deref`: `world.client`, `world.scenario`, …).
+    pub base: DriverWorld,
     pub classes: Vec<String>,
     pub nodes: Vec<String>,
 }
@@ -48,25 +47,24 @@ impl ProvisionerWorld {
     /// A world whose plugin has a fixed driver name (for drivers whose name means something, such as the CSI
     /// drivers that replace in-tree plugins). Only one test in the suite may use a given name.
     pub async fn with_driver(prefix: &str, driver: Option<&str>, plugin_args: &[&str]) -> ProvisionerWorld {
-        let client = Cluster::shared().client().await;
-        let ns = TestNamespace::create(&client, prefix).await;
-        let driver = driver.map(str::to_string).unwrap_or_else(|| format!("{}.csi.e2e", ns.name()));
-        let mut scenario = Scenario::new(&format!("provisioner-{prefix}"));
-        let driver_flag = format!("--driver-name={driver}");
-        let mut args = vec![driver_flag.as_str(), "-v=2"];
-        args.extend_from_slice(plugin_args);
-        let (plugin, socket) = scenario.hostpath_plugin("hostpath-plugin", &args);
-        ProvisionerWorld { client, ns, scenario, driver, socket, plugin, classes: Vec::new(), nodes: Vec::new() }
+        let base = DriverWorld::start(Sidecar::Provisioner, prefix, driver, plugin_args).await;
+        ProvisionerWorld { base, classes: Vec::new(), nodes: Vec::new() }
     }
 
-    pub fn ns(&self) -> &str {
-        self.ns.name()
+    /// Another identity in this world, named `account`, with `rules` (e.g. upstream's less one verb).
+    pub async fn identity_with(&self, account: &str, rules: Rules) -> SidecarIdentity {
+        SidecarIdentity::with_rules(&self.client, self.ns(), account, rules, self.scenario.dir()).await
     }
 
+    /// The flags of a provisioner of this world running as the world's identity, then `extra`.
     pub fn provisioner_args(&self, extra: &[&str]) -> Vec<String> {
+        self.provisioner_args_as(&self.identity, extra)
+    }
+
+    pub fn provisioner_args_as(&self, identity: &SidecarIdentity, extra: &[&str]) -> Vec<String> {
         let mut args = vec![
             format!("--csi-address={}", self.socket.display()),
-            format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
+            identity.kubeconfig_flag(),
             "--immediate-topology=false".to_string(),
             "--retry-interval-start=500ms".to_string(),
             "--retry-interval-max=5s".to_string(),
@@ -78,6 +76,12 @@ impl ProvisionerWorld {
 
     pub fn start_provisioner(&mut self, name: &str, extra: &[&str]) -> Process {
         let args = self.provisioner_args(extra);
+        self.scenario.start(name, &binary("csi-provisioner"), &args)
+    }
+
+    /// A provisioner running as `identity` instead of the world's.
+    pub fn start_provisioner_as(&mut self, name: &str, identity: &SidecarIdentity, extra: &[&str]) -> Process {
+        let args = self.provisioner_args_as(identity, extra);
         self.scenario.start(name, &binary("csi-provisioner"), &args)
     }
 
@@ -199,6 +203,20 @@ impl ProvisionerWorld {
 
     pub async fn no_plugin_volumes_left(&self) {
         eventually("the plugin holds no volume", TIMEOUT, || async { self.plugin_volumes().is_empty() }).await;
+    }
+}
+
+impl std::ops::Deref for ProvisionerWorld {
+    type Target = DriverWorld;
+
+    fn deref(&self) -> &DriverWorld {
+        &self.base
+    }
+}
+
+impl std::ops::DerefMut for ProvisionerWorld {
+    fn deref_mut(&mut self) -> &mut DriverWorld {
+        &mut self.base
     }
 }
 

@@ -12,17 +12,18 @@
 //! lease duration, and one more retry period to act:
 //! `lease + 2 × 1.2 × retry`, plus slack for a loaded machine.
 
-use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::{Cluster, Process, Scenario, TestNamespace, binary, eventually, wait_for};
+use csi_sidecars_e2e::{
+    Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, eventually, free_port, try_http_get,
+    wait_for,
+};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const LOCK: &str = "e2e-elector";
 const LEASE: Duration = Duration::from_secs(6);
@@ -47,14 +48,21 @@ impl Elector {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// The ServiceAccount the electors of a test run as: the Lease Role and the events rule of upstream's RBAC.
+async fn elector_identity(client: &kube::Client, ns: &TestNamespace, scenario: &Scenario) -> SidecarIdentity {
+    SidecarIdentity::create(client, ns.name(), Sidecar::Elector, scenario.dir()).await
 }
 
-fn start_elector(scenario: &mut Scenario, namespace: &str, identity: &str, extra: &[&str]) -> Elector {
+fn start_elector(
+    scenario: &mut Scenario,
+    account: &SidecarIdentity,
+    namespace: &str,
+    identity: &str,
+    extra: &[&str],
+) -> Elector {
     let port = free_port();
     let mut args = vec![
-        format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
+        account.kubeconfig_flag(),
         "--leader-election".to_string(),
         format!("-leader-election-namespace={namespace}"),
         format!("--leader-election-lease-duration={}s", LEASE.as_secs()),
@@ -70,18 +78,6 @@ fn start_elector(scenario: &mut Scenario, namespace: &str, identity: &str, extra
     Elector { process, identity: identity.to_string(), port }
 }
 
-/// A plain HTTP/1.1 GET on loopback: (status, body).
-async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default();
-    Some((status, body))
-}
-
 async fn holder(leases: &Api<Lease>) -> Option<String> {
     leases.get_opt(LOCK).await.ok()??.spec?.holder_identity
 }
@@ -95,10 +91,12 @@ async fn check_http(elector: &Elector, leading: bool) {
     let metric = format!("leader_election_master_status{{name=\"{LOCK}\"}} {}", u8::from(leading));
     let what = format!("{}: /metrics shows `{metric}`", elector.identity);
     eventually(&what, Duration::from_secs(10), || async {
-        http_get(elector.port, "/metrics").await.is_some_and(|(status, body)| status == 200 && body.contains(&metric))
+        try_http_get(elector.port, "/metrics")
+            .await
+            .is_some_and(|(status, body)| status == 200 && body.contains(&metric))
     })
     .await;
-    let (status, body) = http_get(elector.port, "/healthz/leader-election").await.expect("health endpoint answers");
+    let (status, body) = try_http_get(elector.port, "/healthz/leader-election").await.expect("health endpoint answers");
     assert_eq!((status, body.as_str()), (200, "ok"), "{}: leader-election health", elector.identity);
 }
 
@@ -108,10 +106,11 @@ async fn exactly_one_of_two_electors_leads_and_a_killed_leader_is_replaced() {
     let ns = TestNamespace::create(&client, "elect").await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
     let mut scenario = Scenario::new("two electors");
+    let account = elector_identity(&client, &ns, &scenario).await;
     let labels = ["--leader-election-labels=app:e2e,tier:storage"];
     let mut electors = vec![
-        start_elector(&mut scenario, ns.name(), "a", &labels),
-        start_elector(&mut scenario, ns.name(), "b", &labels),
+        start_elector(&mut scenario, &account, ns.name(), "a", &labels),
+        start_elector(&mut scenario, &account, ns.name(), "b", &labels),
     ];
 
     let leader = wait_for("one elector to hold the Lease", STARTUP, || async {
@@ -203,7 +202,8 @@ async fn a_lease_renewed_by_a_live_foreign_holder_is_never_taken() {
     };
 
     let mut scenario = Scenario::new("foreign holder");
-    let elector = start_elector(&mut scenario, ns.name(), "rust-0", &[]);
+    let account = elector_identity(&client, &ns, &scenario).await;
+    let elector = start_elector(&mut scenario, &account, ns.name(), "rust-0", &[]);
     eventually("the elector to see the foreign holder", STARTUP, || async {
         elector.process.log().contains("new leader detected")
     })
@@ -235,9 +235,10 @@ async fn sigterm_releases_the_lease_only_with_the_feature_gate() {
     let ns = TestNamespace::create(&client, "release").await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
     let mut scenario = Scenario::new("release on exit");
+    let account = elector_identity(&client, &ns, &scenario).await;
 
     // Without the gate, a terminated leader leaves its Lease to expire.
-    let mut first = start_elector(&mut scenario, ns.name(), "first", &[]);
+    let mut first = start_elector(&mut scenario, &account, ns.name(), "first", &[]);
     eventually("first leads", STARTUP, || async { first.leads() }).await;
     assert_eq!(first.process.terminate(), Some(0), "SIGTERM is an orderly exit");
     assert_eq!(holder(&leases).await.as_deref(), Some("first"), "not released without the gate");
@@ -245,9 +246,9 @@ async fn sigterm_releases_the_lease_only_with_the_feature_gate() {
     // With it, the Lease is handed back on exit and the next elector takes it
     // without waiting for expiry.
     let gate = ["--feature-gates=ReleaseLeaderElectionOnExit=true"];
-    let mut second = start_elector(&mut scenario, ns.name(), "second", &gate);
+    let mut second = start_elector(&mut scenario, &account, ns.name(), "second", &gate);
     eventually("second takes over the expired Lease", STARTUP, || async { second.leads() }).await;
-    let third = start_elector(&mut scenario, ns.name(), "third", &gate);
+    let third = start_elector(&mut scenario, &account, ns.name(), "third", &gate);
     eventually("third sees second leading", STARTUP, || async { third.process.log().contains("new leader detected") })
         .await;
     let terminated = Instant::now();
@@ -268,7 +269,8 @@ async fn a_leader_that_loses_its_lease_exits_1() {
     let ns = TestNamespace::create(&client, "lost").await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
     let mut scenario = Scenario::new("lost lease");
-    let mut elector = start_elector(&mut scenario, ns.name(), "victim", &[]);
+    let account = elector_identity(&client, &ns, &scenario).await;
+    let mut elector = start_elector(&mut scenario, &account, ns.name(), "victim", &[]);
     eventually("the elector leads", STARTUP, || async { elector.leads() }).await;
 
     // Someone else writes itself in as holder (as a misconfigured second

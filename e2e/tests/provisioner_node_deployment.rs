@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use csi_sidecars_e2e::provisioner_world::plugin_volume_rows;
-use csi_sidecars_e2e::{Cluster, Process, Scenario, TestNamespace, binary, eventually, wait_for};
+use csi_sidecars_e2e::{
+    Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, eventually, wait_for,
+};
 use k8s_openapi::api::core::v1::VolumeResourceRequirements;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -46,6 +48,9 @@ struct World {
     _scenario: Scenario,
     driver: String,
     nodes: Vec<NodeInstance>,
+    /// The ServiceAccount both provisioners run as (a DaemonSet's pods share one), with upstream's rules. After
+    /// `nodes`: fields drop in order, and the processes must be gone before their bindings are.
+    _identity: SidecarIdentity,
     classes: Vec<String>,
 }
 
@@ -61,6 +66,7 @@ impl World {
         let ns = TestNamespace::create(&client, prefix).await;
         let driver = format!("{}.csi.e2e", ns.name());
         let mut scenario = Scenario::new(&format!("node-deployment-{prefix}"));
+        let identity = SidecarIdentity::create(&client, ns.name(), Sidecar::Provisioner, scenario.dir()).await;
         let mut nodes = Vec::new();
         for ((node, extra), base_delay) in NODES.into_iter().zip(plugin_args).zip(base_delays) {
             let socket = scenario.path(&format!("{node}.sock"));
@@ -76,12 +82,12 @@ impl World {
             let provisioner = scenario.start_with_env(
                 &format!("provisioner-{node}"),
                 &binary("csi-provisioner"),
-                &provisioner_args(&socket, base_delay, max_delay),
+                &provisioner_args(&identity, &socket, base_delay, max_delay),
                 &[("NODE_NAME", node), ("POD_NAME", &format!("csi-provisioner-{node}"))],
             );
             nodes.push(NodeInstance { name: node, socket, _plugin: plugin, provisioner });
         }
-        World { client, ns, _scenario: scenario, driver, nodes, classes: Vec::new() }
+        World { client, ns, _scenario: scenario, driver, nodes, _identity: identity, classes: Vec::new() }
     }
 
     fn ns(&self) -> &str {
@@ -181,10 +187,10 @@ impl Drop for World {
     }
 }
 
-fn provisioner_args(socket: &Path, base_delay: &str, max_delay: &str) -> Vec<String> {
+fn provisioner_args(identity: &SidecarIdentity, socket: &Path, base_delay: &str, max_delay: &str) -> Vec<String> {
     vec![
         format!("--csi-address={}", socket.display()),
-        format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
+        identity.kubeconfig_flag(),
         "--node-deployment".to_string(),
         format!("--node-deployment-base-delay={base_delay}"),
         format!("--node-deployment-max-delay={max_delay}"),
@@ -351,12 +357,15 @@ async fn a_full_node_leaves_immediate_claims_to_the_others() {
 
 #[tokio::test]
 async fn node_deployment_without_node_name_refuses_to_start() {
+    let client = Cluster::shared().client().await;
+    let ns = TestNamespace::create(&client, "nd-no-node").await;
     let mut scenario = Scenario::new("node-deployment-no-node");
+    let identity = SidecarIdentity::create(&client, ns.name(), Sidecar::Provisioner, scenario.dir()).await;
     let socket = scenario.path("absent.sock");
     let mut provisioner = scenario.start_with_env(
         "provisioner",
         &binary("csi-provisioner"),
-        &provisioner_args(&socket, "1s", "2s"),
+        &provisioner_args(&identity, &socket, "1s", "2s"),
         &[("NODE_NAME", "")],
     );
     assert_ne!(provisioner.wait_exit(TIMEOUT).await, 0, "exit status");

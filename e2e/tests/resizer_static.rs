@@ -1,273 +1,20 @@
 //! csi-resizer against the real control plane and the hostpath plugin, as real processes, with statically
 //! provisioned volumes: each test creates the backend volume with csictl, a PV naming it and a claim pre-bound to
-//! that PV, then changes the claim and watches the resizer act.
-//!
-//! Every test runs its own plugin under a driver name of its own (`<namespace>.csi.e2e`): resizers watch the whole
-//! cluster, and a unique driver name keeps each test's claims to its own pair of processes. StorageClasses and
-//! VolumeAttributesClasses are cluster-scoped, so they are named after the namespace and removed at the end.
+//! that PV, then changes the claim and watches the resizer act (the world: csi_sidecars_e2e::resizer_world).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
-use csi_sidecars_e2e::{Cluster, Process, Scenario, TestNamespace, binary, eventually, wait_for};
+use csi_sidecars_e2e::resizer_world::{ResizerWorld as World, TIMEOUT};
+use csi_sidecars_e2e::{eventually, free_port, http_get};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{
-    CSIPersistentVolumeSource, Event, ObjectReference, PersistentVolume, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeSpec, Pod, Secret, SecretReference, VolumeResourceRequirements,
-};
-use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Secret};
+use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use serde_json::json;
 
-const TIMEOUT: Duration = Duration::from_secs(60);
 const GIB: i64 = 1 << 30;
-
-/// One test's world: namespace, plugin, classes and API handles.
-struct World {
-    client: kube::Client,
-    ns: TestNamespace,
-    scenario: Scenario,
-    driver: String,
-    socket: PathBuf,
-    _plugin: Process,
-    volumes: Vec<String>,
-    attribute_classes: Vec<String>,
-    /// `spec.csi.controllerExpandSecretRef` (in the test's namespace) of the PVs made from now on.
-    expand_secret: Option<String>,
-}
-
-impl World {
-    async fn new(prefix: &str, plugin_args: &[&str]) -> World {
-        let client = Cluster::shared().client().await;
-        let ns = TestNamespace::create(&client, prefix).await;
-        let driver = format!("{}.csi.e2e", ns.name());
-        let mut scenario = Scenario::new(&format!("resizer-{prefix}"));
-        let driver_flag = format!("--driver-name={driver}");
-        let mut args = vec![driver_flag.as_str(), "-v=2"];
-        args.extend_from_slice(plugin_args);
-        let (plugin, socket) = scenario.hostpath_plugin("hostpath-plugin", &args);
-        let world = World {
-            client,
-            ns,
-            scenario,
-            driver,
-            socket,
-            _plugin: plugin,
-            volumes: Vec::new(),
-            attribute_classes: Vec::new(),
-            expand_secret: None,
-        };
-        let class = StorageClass {
-            metadata: ObjectMeta { name: Some(world.ns().to_string()), ..Default::default() },
-            provisioner: world.driver.clone(),
-            allow_volume_expansion: Some(true),
-            reclaim_policy: Some("Retain".into()),
-            ..Default::default()
-        };
-        Api::<StorageClass>::all(world.client.clone()).create(&PostParams::default(), &class).await.unwrap();
-        world
-    }
-
-    fn ns(&self) -> &str {
-        self.ns.name()
-    }
-
-    fn start_resizer(&mut self, name: &str, extra: &[&str]) -> Process {
-        let mut args = vec![
-            format!("--csi-address={}", self.socket.display()),
-            format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
-            "--retry-interval-start=500ms".to_string(),
-            "--retry-interval-max=5s".to_string(),
-            "--http-endpoint=127.0.0.1:0".to_string(),
-            "-v=5".to_string(),
-        ];
-        args.extend(extra.iter().map(|a| a.to_string()));
-        self.scenario.start(name, &binary("csi-resizer"), &args)
-    }
-
-    fn claims(&self) -> Api<PersistentVolumeClaim> {
-        Api::namespaced(self.client.clone(), self.ns())
-    }
-
-    fn pvs(&self) -> Api<PersistentVolume> {
-        Api::all(self.client.clone())
-    }
-
-    fn csictl(&self, args: &[&str]) -> serde_json::Value {
-        let endpoint = format!("unix://{}", self.socket.display());
-        let output = std::process::Command::new(binary("csictl"))
-            .args(["--endpoint", &endpoint, "-o", "json"])
-            .args(args)
-            .output()
-            .expect("run csictl");
-        assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        serde_json::from_slice(&output.stdout).expect("csictl prints JSON")
-    }
-
-    /// The backend volume as ListVolumes shows it.
-    fn backend_volume(&self, volume_id: &str) -> serde_json::Value {
-        let list = self.csictl(&["list-volumes"]);
-        list.as_array()
-            .and_then(|volumes| volumes.iter().find(|v| v["volume_id"] == volume_id))
-            .cloned()
-            .unwrap_or_else(|| panic!("volume {volume_id} not listed: {list}"))
-    }
-
-    async fn create_attribute_class(&mut self, short: &str, parameters: &[(&str, &str)]) -> String {
-        let name = format!("{}-{short}", self.ns());
-        let class = VolumeAttributesClass {
-            metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
-            driver_name: self.driver.clone(),
-            parameters: Some(parameters.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
-        };
-        Api::<VolumeAttributesClass>::all(self.client.clone()).create(&PostParams::default(), &class).await.unwrap();
-        self.attribute_classes.push(name.clone());
-        name
-    }
-
-    /// A backend volume of 1Gi, its PV and a claim bound to it. Returns the backend volume id once the claim is
-    /// Bound (and, with a class, once that class is current).
-    async fn bound_claim(&mut self, claim: &str, block: bool, attribute_class: Option<&str>) -> String {
-        let backend_name = format!("{}-{claim}", self.ns());
-        let mut args = vec!["create-volume", backend_name.as_str(), "--size", "1Gi"];
-        if block {
-            args.push("--block");
-        }
-        let created = self.csictl(&args);
-        let volume_id = created["volume_id"].as_str().expect("volume id").to_string();
-        let pv_name = format!("{}-{claim}", self.ns());
-        let mode = if block { "Block" } else { "Filesystem" };
-        let size = BTreeMap::from([("storage".to_string(), Quantity("1Gi".into()))]);
-        let pv = PersistentVolume {
-            metadata: ObjectMeta { name: Some(pv_name.clone()), ..Default::default() },
-            spec: Some(PersistentVolumeSpec {
-                capacity: Some(size.clone()),
-                access_modes: Some(vec!["ReadWriteOnce".into()]),
-                storage_class_name: Some(self.ns().to_string()),
-                volume_mode: Some(mode.into()),
-                persistent_volume_reclaim_policy: Some("Retain".into()),
-                volume_attributes_class_name: attribute_class.map(str::to_string),
-                claim_ref: Some(ObjectReference {
-                    namespace: Some(self.ns().to_string()),
-                    name: Some(claim.to_string()),
-                    ..Default::default()
-                }),
-                csi: Some(CSIPersistentVolumeSource {
-                    driver: self.driver.clone(),
-                    volume_handle: volume_id.clone(),
-                    controller_expand_secret_ref: self.expand_secret.as_ref().map(|name| SecretReference {
-                        name: Some(name.clone()),
-                        namespace: Some(self.ns().to_string()),
-                    }),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        self.pvs().create(&PostParams::default(), &pv).await.unwrap();
-        self.volumes.push(pv_name.clone());
-        let pvc = PersistentVolumeClaim {
-            metadata: ObjectMeta { name: Some(claim.to_string()), ..Default::default() },
-            spec: Some(PersistentVolumeClaimSpec {
-                access_modes: Some(vec!["ReadWriteOnce".into()]),
-                storage_class_name: Some(self.ns().to_string()),
-                volume_mode: Some(mode.into()),
-                volume_name: Some(pv_name),
-                volume_attributes_class_name: attribute_class.map(str::to_string),
-                resources: Some(VolumeResourceRequirements { requests: Some(size), ..Default::default() }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        self.claims().create(&PostParams::default(), &pvc).await.unwrap();
-        let claims = self.claims();
-        wait_for(&format!("claim {claim} bound"), TIMEOUT, || async {
-            let pvc = claims.get(claim).await.ok()?;
-            let status = pvc.status?;
-            let bound = status.phase.as_deref() == Some("Bound");
-            let current = status.current_volume_attributes_class_name.as_deref() == attribute_class;
-            (bound && current).then_some(())
-        })
-        .await;
-        volume_id
-    }
-
-    async fn claim(&self, name: &str) -> PersistentVolumeClaim {
-        self.claims().get(name).await.unwrap()
-    }
-
-    async fn patch_claim(&self, name: &str, patch: serde_json::Value) {
-        self.claims().patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-    }
-
-    async fn set_attribute_class(&self, claim: &str, class: &str) {
-        self.patch_claim(claim, json!({"spec": {"volumeAttributesClassName": class}})).await;
-    }
-
-    /// The claim's events with `reason`, as (message, source component).
-    async fn events(&self, claim: &str, reason: &str) -> Vec<(String, String)> {
-        let events: Api<Event> = Api::namespaced(self.client.clone(), self.ns());
-        let selector = format!("involvedObject.name={claim},reason={reason}");
-        let listed = events.list(&ListParams::default().fields(&selector)).await.map(|l| l.items).unwrap_or_default();
-        listed
-            .into_iter()
-            .map(|e| {
-                let component = e.source.and_then(|s| s.component).unwrap_or_default();
-                (e.message.unwrap_or_default(), component)
-            })
-            .collect()
-    }
-
-    async fn wait_for_event(&self, claim: &str, reason: &str, contains: &str) {
-        eventually(&format!("{reason} event on {claim} containing {contains:?}"), TIMEOUT, || async {
-            self.events(claim, reason).await.iter().any(|(message, _)| message.contains(contains))
-        })
-        .await;
-    }
-
-    /// Waits until the claim's current class is `class` with nothing being modified.
-    async fn wait_for_current_class(&self, claim: &str, class: &str) {
-        let claims = self.claims();
-        eventually(&format!("claim {claim}: {class} current, nothing in progress"), TIMEOUT, || async {
-            let Ok(pvc) = claims.get(claim).await else { return false };
-            let status = pvc.status.unwrap_or_default();
-            status.current_volume_attributes_class_name.as_deref() == Some(class)
-                && status.modify_volume_status.is_none()
-        })
-        .await;
-    }
-
-    /// Waits until `status.modifyVolumeStatus` is `{target, status}`.
-    async fn wait_for_modify_status(&self, claim: &str, target: Option<&str>, status: &str) {
-        let claims = self.claims();
-        eventually(&format!("claim {claim}: modifyVolumeStatus {target:?} {status}"), TIMEOUT, || async {
-            let Ok(pvc) = claims.get(claim).await else { return false };
-            let modify = pvc.status.and_then(|s| s.modify_volume_status);
-            modify.is_some_and(|m| m.status == status && m.target_volume_attributes_class_name.as_deref() == target)
-        })
-        .await;
-    }
-
-    fn backend_parameter(&self, volume_id: &str, key: &str) -> Option<String> {
-        let volume = self.backend_volume(volume_id);
-        volume["volume_context"][format!("{}/{key}", "hostpath.csi.k8s.io")].as_str().map(str::to_string)
-    }
-
-    async fn cleanup(self) {
-        for name in &self.volumes {
-            let _ = self.pvs().delete(name, &DeleteParams::default()).await;
-        }
-        let _ = Api::<StorageClass>::all(self.client.clone()).delete(self.ns(), &DeleteParams::default()).await;
-        let classes = Api::<VolumeAttributesClass>::all(self.client.clone());
-        for name in &self.attribute_classes {
-            let _ = classes.delete(name, &DeleteParams::default()).await;
-        }
-    }
-}
 
 fn storage(claim: &PersistentVolumeClaim) -> Option<String> {
     claim.status.as_ref()?.capacity.as_ref()?.get("storage").map(|q| q.0.clone())
@@ -335,7 +82,6 @@ async fn expands_a_block_claim_and_a_filesystem_claim() {
     assert_eq!(pv.metadata.annotations.unwrap()["volume.alpha.kubernetes.io/pre-resize-capacity"], "1Gi");
     assert_eq!(world.backend_volume(&fs_id)["capacity_bytes"], 2 * GIB);
     world.wait_for_event("fs", "FileSystemResizeRequired", "Require file system resize").await;
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -357,7 +103,6 @@ async fn modifies_silver_to_gold() {
     assert!(!conditions.iter().any(|c| c.type_ == "ModifyingVolume" || c.type_ == "ModifyVolumeError"));
     world.wait_for_event("data", "VolumeModify", &gold).await;
     world.wait_for_event("data", "VolumeModifySuccessful", &gold).await;
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -380,7 +125,6 @@ async fn expansion_and_modification_of_one_claim_both_finish() {
     let backend = world.backend_volume(&volume_id);
     assert_eq!(backend["capacity_bytes"], 2 * GIB);
     assert_eq!(backend["volume_context"]["hostpath.csi.k8s.io/iops"], "5000");
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -405,7 +149,6 @@ async fn an_unknown_parameter_is_infeasible_and_going_back_clears_it() {
     let conditions = world.claim("data").await.status.unwrap().conditions.unwrap_or_default();
     assert!(!conditions.iter().any(|c| c.type_ == "ModifyVolumeError"), "{conditions:?}");
     assert_eq!(world.backend_parameter(&volume_id, "iops").as_deref(), Some("1000"));
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -428,7 +171,6 @@ async fn a_missing_class_is_pending_until_it_is_created() {
     world.create_attribute_class("late", &[("iops", "7000")]).await;
     world.wait_for_current_class("data", &late).await;
     assert_eq!(world.backend_parameter(&volume_id, "iops").as_deref(), Some("7000"));
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -457,11 +199,10 @@ async fn a_deadline_exceeded_modification_is_retried_to_success() {
     assert!(!conditions.iter().any(|c| c.type_ == "ModifyVolumeError"), "cleared on success: {conditions:?}");
 
     // The KEP's counters: two attempts, one failed.
-    let metrics = http_get(port, "/metrics");
+    let metrics = http_get(port, "/metrics").await;
     assert!(metrics.contains("controller_modify_volume_total 2"), "{metrics}");
     assert!(metrics.contains("controller_modify_volume_errors_total 1"), "{metrics}");
     let _ = std::fs::remove_file(&faults);
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -495,7 +236,6 @@ async fn a_resizer_killed_mid_modification_resumes_the_same_target() {
     world.wait_for_event("data", "VolumeModifySuccessful", &format!("vac {silver} ")).await;
     assert_eq!(world.backend_parameter(&volume_id, "iops").as_deref(), Some("1000"));
     let _ = std::fs::remove_file(&faults);
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -519,7 +259,6 @@ async fn a_class_of_another_driver_is_infeasible() {
     let (message, _) = world.events("data", "VolumeModifyFailed").await.into_iter().next().unwrap();
     assert!(message.contains(&world.driver), "names both drivers: {message}");
     assert_eq!(world.backend_parameter(&volume_id, "iops"), None, "the driver was never called");
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -557,7 +296,6 @@ async fn an_offline_only_expansion_waits_until_no_pod_uses_the_claim() {
     .await;
     assert_eq!(world.backend_volume(&volume_id)["capacity_bytes"], 2 * GIB);
     let _ = std::fs::remove_file(&faults);
-    world.cleanup().await;
 }
 
 #[tokio::test]
@@ -587,22 +325,6 @@ async fn the_expand_secret_is_read_live_and_never_logged() {
     let log = resizer.log();
     assert!(log.contains("ControllerExpandVolume"), "the call is logged at -v=6");
     assert!(!log.contains("s3cr3t-expand-value"), "a secret value was logged");
-    world.cleanup().await;
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A plain HTTP/1.0 GET; returns the body.
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the sidecar");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or(response)
 }
 
 /// A fault file path outside the scenario (it must exist before the plugin starts).

@@ -4,12 +4,20 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::{VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
+use crate::{
+    VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotClass,
+    VolumeSnapshotContent,
+};
 
 /// The API server refuses CRDs in `*.k8s.io` groups without this annotation; the values are upstream's.
 const ANN_API_APPROVED: &str = "api-approved.kubernetes.io";
 const APPROVED_SNAPSHOTS: &str = "https://github.com/kubernetes-csi/external-snapshotter/pull/814";
 const APPROVED_SNAPSHOT_CONTENTS: &str = "https://github.com/kubernetes-csi/external-snapshotter/pull/955";
+const APPROVED_GROUP_SNAPSHOTS: &str = "https://github.com/kubernetes-csi/external-snapshotter/pull/1337";
+
+/// The version the API server stores group snapshot objects in. Upstream serves `v1` but keeps storing `v1beta2`
+/// while clusters migrate; the two schemas are the same, so the API server converts between them without a webhook.
+const GROUP_STORAGE_VERSION: &str = "v1beta2";
 
 /// Where the chart keeps the CRDs, relative to the repository root.
 pub const CHART_CRD_DIR: &str = "charts/csi-sidecars/crds";
@@ -27,6 +35,38 @@ pub fn snapshot_crds() -> Vec<(&'static str, CustomResourceDefinition)> {
         ),
         ("snapshot.storage.k8s.io_volumesnapshots.yaml", approved(VolumeSnapshot::crd(), APPROVED_SNAPSHOTS)),
     ]
+}
+
+/// The group snapshot CRDs, each with the file name the chart keeps it under (upstream's names). Each serves `v1`
+/// (the types' version) and `v1beta2` (stored) with one schema; upstream's deprecated v1beta1 is left out.
+pub fn group_snapshot_crds() -> Vec<(&'static str, CustomResourceDefinition)> {
+    [
+        ("groupsnapshot.storage.k8s.io_volumegroupsnapshotclasses.yaml", VolumeGroupSnapshotClass::crd()),
+        ("groupsnapshot.storage.k8s.io_volumegroupsnapshotcontents.yaml", VolumeGroupSnapshotContent::crd()),
+        ("groupsnapshot.storage.k8s.io_volumegroupsnapshots.yaml", VolumeGroupSnapshot::crd()),
+    ]
+    .into_iter()
+    .map(|(file, crd)| (file, approved(stored_as(crd, GROUP_STORAGE_VERSION), APPROVED_GROUP_SNAPSHOTS)))
+    .collect()
+}
+
+/// Every CRD of the chart: the snapshot ones, then the group snapshot ones.
+pub fn all_crds() -> Vec<(&'static str, CustomResourceDefinition)> {
+    snapshot_crds().into_iter().chain(group_snapshot_crds()).collect()
+}
+
+/// Adds a served copy of the CRD's one version under the name `storage` and makes that copy the stored one.
+fn stored_as(mut crd: CustomResourceDefinition, storage: &str) -> CustomResourceDefinition {
+    for version in &mut crd.spec.versions {
+        version.storage = false;
+    }
+    if let Some(served) = crd.spec.versions.first() {
+        let mut stored = served.clone();
+        stored.name = storage.into();
+        stored.storage = true;
+        crd.spec.versions.push(stored);
+    }
+    crd
 }
 
 fn approved(mut crd: CustomResourceDefinition, approval: &str) -> CustomResourceDefinition {

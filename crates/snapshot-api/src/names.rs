@@ -83,3 +83,27 @@ pub const RESERVED_PARAMETERS: [&str; 8] = [
 pub const PARAM_VOLUME_GROUP_SNAPSHOT_NAME: &str = "csi.storage.k8s.io/volumegroupsnapshot/name";
 pub const PARAM_VOLUME_GROUP_SNAPSHOT_NAMESPACE: &str = "csi.storage.k8s.io/volumegroupsnapshot/namespace";
 pub const PARAM_VOLUME_GROUP_SNAPSHOT_CONTENT_NAME: &str = "csi.storage.k8s.io/volumegroupsnapshotcontent/name";
+
+/// The API group of VolumeGroupSnapshot, VolumeGroupSnapshotContent and VolumeGroupSnapshotClass.
+pub const GROUP_SNAPSHOT_GROUP: &str = "groupsnapshot.storage.k8s.io";
+/// Annotation on a VolumeGroupSnapshotClass: `"true"` (exactly) makes it its driver's default group class.
+pub const ANN_GROUP_IS_DEFAULT_CLASS: &str = "groupsnapshot.storage.kubernetes.io/is-default-class";
+/// Annotation csi-snapshotter sets on a VolumeGroupSnapshotContent while a CreateVolumeGroupSnapshot may be in flight.
+pub const ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED: &str =
+    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-created";
+/// Annotation the snapshot-controller sets on a VolumeGroupSnapshotContent once its group snapshot is being deleted.
+pub const ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED: &str =
+    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-deleted";
+/// Annotations on a VolumeGroupSnapshotContent naming the Secret DeleteVolumeGroupSnapshot is called with.
+pub const ANN_GROUP_DELETION_SECRET_NAME: &str = "groupsnapshot.storage.kubernetes.io/deletion-secret-name";
+pub const ANN_GROUP_DELETION_SECRET_NAMESPACE: &str = "groupsnapshot.storage.kubernetes.io/deletion-secret-namespace";
+/// Annotation upstream's conversion webhook keeps the v1beta2 `volumeSnapshotInfoList` in on a v1beta1 object.
+pub const ANN_VOLUME_SNAPSHOT_INFO_LIST: &str = "groupsnapshot.storage.kubernetes.io/volume-snapshot-info-list";
+/// Finalizer on a VolumeGroupSnapshot bound to its content (whatever the deletion policy).
+pub const FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND: &str =
+    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-bound-protection";
+/// Finalizer on a VolumeGroupSnapshotContent bound to a VolumeGroupSnapshot.
+pub const FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND: &str =
+    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshotcontent-bound-protection";
+/// The prefix of the VolumeGroupSnapshotContent a dynamic group snapshot gets: `groupsnapcontent-<group UID>`.
+pub const DYNAMIC_GROUP_CONTENT_NAME_PREFIX: &str = "groupsnapcontent-";

@@ -2,25 +2,21 @@
 
 use std::time::Instant;
 
-use csi_client::capabilities::ControllerCapability;
 use csi_client::proto::DeleteVolumeRequest;
 use k8s_openapi::api::core::v1::PersistentVolume;
-use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use serde_json::json;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use sidecar_runtime::Outcome;
 
 use super::Shared;
-use super::provision::api_error_text;
 use crate::translate::deletion::{
-    DeletionSecret, VolumeAction, attached_node, claim_from_reference, deletion_secret, still_attached_message,
-    volume_action,
+    DeletionSecret, VolumeAction, attached_node, class_deletion_secret, deletion_secret, still_attached_message,
+    volume_action, volume_finalizer_patch,
 };
-use crate::translate::names::{EVENT_VOLUME_FAILED_DELETE, FINALIZER_PV};
+use crate::translate::names::EVENT_VOLUME_FAILED_DELETE;
 use crate::translate::node_deployment::volume_is_local;
 use crate::translate::refusal::{EventType, PlannedEvent};
-use crate::translate::secrets::{Credentials, SecretKind, secret_reference};
+use crate::translate::secrets::Credentials;
 
 impl Shared {
     pub(super) async fn sync_volume(&self, name: &str) -> Outcome {
@@ -34,11 +30,8 @@ impl Shared {
         };
         let result = match volume_action(&volume, &self.provisioner) {
             VolumeAction::Nothing => return Outcome::Done,
-            VolumeAction::AddFinalizer => {
-                let patch = json!({"metadata": {"finalizers": [FINALIZER_PV]}});
-                self.patch_volume(name, patch).await
-            }
-            VolumeAction::RemoveFinalizer => self.remove_volume_finalizer(name).await,
+            VolumeAction::AddFinalizer => self.patch_volume(name, volume_finalizer_patch(true)).await,
+            VolumeAction::RemoveFinalizer => self.patch_volume(name, volume_finalizer_patch(false)).await,
             VolumeAction::Delete { volume_handle } => {
                 // Node mode: the volume lives on another node, whose instance deletes it (item 63).
                 if let Some(local) = &self.provisioner.node_deployment
@@ -64,7 +57,7 @@ impl Shared {
         let started = Instant::now();
         let name = volume.metadata.name.as_deref().unwrap_or_default();
         let class = volume.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default();
-        if let Err(message) = self.check_detached(name).await {
+        if let Err(message) = self.check_detached(name) {
             return self.delete_failed(volume, &class, message).await;
         }
         let secrets = self.deletion_credentials(volume, migrated).await;
@@ -82,7 +75,7 @@ impl Shared {
                 return Outcome::Retry;
             }
         }
-        if let Err(err) = self.remove_volume_finalizer(name).await {
+        if let Err(err) = self.patch_volume(name, volume_finalizer_patch(false)).await {
             tracing::warn!(volume = %name, error = %err, "cannot remove the PV finalizer yet");
             return Outcome::Retry;
         }
@@ -101,14 +94,12 @@ impl Shared {
         Outcome::Retry
     }
 
-    /// With PUBLISH_UNPUBLISH_VOLUME, a VolumeAttachment of the PV blocks deletion (item 62).
-    async fn check_detached(&self, name: &str) -> Result<(), String> {
-        if !self.provisioner.has(ControllerCapability::PublishUnpublishVolume) {
-            return Ok(());
-        }
-        let api: Api<VolumeAttachment> = Api::all(self.client.clone());
-        let attachments = api.list(&ListParams::default()).await.map_err(|e| api_error_text(&e))?;
-        match attached_node(&attachments.items, name) {
+    /// With PUBLISH_UNPUBLISH_VOLUME, a VolumeAttachment of the PV blocks deletion (item 62). The attachments are
+    /// watched (only then), and a detachment queues the PV again.
+    fn check_detached(&self, name: &str) -> Result<(), String> {
+        let Some(attachments) = &self.stores.attachments else { return Ok(()) };
+        let attachments = attachments.state();
+        match attached_node(attachments.iter().map(|a| &**a), name) {
             Some(node) => Err(still_attached_message(name, node)),
             None => Ok(()),
         }
@@ -123,24 +114,17 @@ impl Shared {
             DeletionSecret::Named(secret) => Some(secret),
             DeletionSecret::FromClass => {
                 let class = volume.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()).unwrap_or_default();
-                let claim = claim_from_reference(volume);
-                match (self.stores.class(class), claim) {
-                    (Some(class), Some(claim)) => {
-                        // An in-tree class names its secrets the in-tree way until translated (upstream does too).
-                        let class = match migrated {
-                            true => self.csi_class(&class).map(|c| c.into_owned()).unwrap_or_else(|_| (*class).clone()),
-                            false => (*class).clone(),
-                        };
-                        let parameters = class.parameters.clone().unwrap_or_default();
-                        secret_reference(SecretKind::Provisioner, &parameters, name, Some(&claim)).unwrap_or_else(
-                            |refusal| {
-                                tracing::warn!(volume = %name, error = %refusal, "no deletion secret");
-                                None
-                            },
-                        )
-                    }
-                    _ => None,
-                }
+                self.stores.class(class).and_then(|class| {
+                    // An in-tree class names its secrets the in-tree way until translated (upstream does too).
+                    let class = match migrated {
+                        true => self.csi_class(&class).map(|c| c.into_owned()).unwrap_or_else(|_| (*class).clone()),
+                        false => (*class).clone(),
+                    };
+                    class_deletion_secret(volume, &class).unwrap_or_else(|error| {
+                        tracing::warn!(volume = %name, %error, "no deletion secret");
+                        None
+                    })
+                })
             }
         };
         let Some(secret) = secret else { return Credentials::default() };
@@ -161,9 +145,5 @@ impl Shared {
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
             Err(err) => Err(err),
         }
-    }
-
-    async fn remove_volume_finalizer(&self, name: &str) -> Result<(), kube::Error> {
-        self.patch_volume(name, json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [FINALIZER_PV]}})).await
     }
 }

@@ -2,8 +2,10 @@
 //! topology), queue what changed, and drive the rules of [`crate::translate`] with CSI calls and API writes.
 //!
 //! - [`stores`]: kube-runtime reflectors, and which watch events queue which keys.
-//! - [`provision`]: the claim worker (keyed by claim UID): CreateVolume and the PV, and the recovery of volumes
-//!   whose claim was deleted mid-call (the provisioning-protection finalizer).
+//! - [`provision`]: the claim worker (keyed by claim UID): whether to provision, one attempt (CreateVolume and the
+//!   PV), and what a refusal means; [`prepare`] computes the request, [`claim_writes`] writes claims and PVs.
+//! - [`recover`]: volumes that must go: a claim deleted mid-call (the provisioning-protection finalizer) and a
+//!   volume that cannot be used.
 //! - [`snapshot_source`]: restores from VolumeSnapshots, their source-protection finalizer and its orphan sweep.
 //! - [`delete`]: the volume worker (keyed by PV name): the reclaim-policy finalizer and DeleteVolume.
 //! - [`own_writes`]: which claim changes are our own finalizer writes, so they do not defeat a claim's backoff.
@@ -16,12 +18,15 @@
 
 pub mod capacity;
 pub mod capacity_owner;
+mod claim_writes;
 mod delete;
 pub mod metrics;
 mod migration;
 mod own_writes;
 mod ownership;
+mod prepare;
 mod provision;
+mod recover;
 mod snapshot_source;
 mod stores;
 
@@ -103,7 +108,8 @@ impl Controller {
         metrics: ProvisioningMetrics,
     ) -> Controller {
         // Node mode takes its topology from NodeGetInfo, not from watching every Node (item 70).
-        let (stores, feeds) = Stores::new(provisioner.supports_topology() && provisioner.node_deployment.is_none());
+        let topology = provisioner.supports_topology() && provisioner.node_deployment.is_none();
+        let (stores, feeds) = Stores::new(topology, attaches(&provisioner));
         let shared = Shared {
             client,
             csi,
@@ -128,7 +134,7 @@ impl Controller {
         let shared = Arc::get_mut(&mut self.shared).expect("with_capacity is called before the controller runs");
         // Central capacity needs the segments of every node, whether or not provisioning uses topology.
         if shared.provisioner.node_deployment.is_none() {
-            (shared.stores, self.feeds) = Stores::new(true);
+            (shared.stores, self.feeds) = Stores::new(true, attaches(&shared.provisioner));
         }
         shared.capacity = Some(Arc::new(capacity));
         self
@@ -261,6 +267,11 @@ impl Shared {
     fn slow_retry(&self) -> Duration {
         self.options.retry.max
     }
+}
+
+/// Whether the driver attaches volumes, so that VolumeAttachments are watched.
+fn attaches(provisioner: &Provisioner) -> bool {
+    provisioner.has(csi_client::capabilities::ControllerCapability::PublishUnpublishVolume)
 }
 
 /// The events' source component, as the upstream library names it: `<driver>_<hostname>_<random uuid>`.

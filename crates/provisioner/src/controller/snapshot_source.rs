@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::provision::api_error_text;
+use crate::translate::api_errors::{snapshot_not_protected, snapshot_not_read};
 use crate::translate::data_source::DataSource;
 use crate::translate::names::FINALIZER_SNAPSHOT_SOURCE_PROTECTION;
 use crate::translate::refusal::Refusal;
@@ -30,13 +31,8 @@ impl Shared {
         provisioner_name: &str,
     ) -> Result<SnapshotRestore, Refusal> {
         let snapshots: Api<VolumeSnapshot> = Api::namespaced(self.client.clone(), &source.namespace);
-        let snapshot = snapshots.get_opt(&source.name).await.map_err(|e| {
-            Refusal::no_change(format!(
-                "error getting snapshot {} from api server: {}",
-                source.name,
-                api_error_text(&e)
-            ))
-        })?;
+        let snapshot =
+            snapshots.get_opt(&source.name).await.map_err(|e| snapshot_not_read(&source.name, &api_error_text(&e)))?;
         let content_name =
             snapshot.as_ref().and_then(|s| s.status.as_ref()?.bound_volume_snapshot_content_name.clone());
         let content = match content_name {
@@ -65,9 +61,9 @@ impl Shared {
 
     /// Adds the source-protection finalizer before CreateVolume, so the snapshot outlives the restore.
     pub(super) async fn protect_snapshot(&self, source: &DataSource) -> Result<(), Refusal> {
-        self.change_snapshot_finalizer(source, true).await.map_err(|e| {
-            Refusal::no_change(format!("failed to add finalizer to snapshot {}: {}", source.name, api_error_text(&e)))
-        })
+        self.change_snapshot_finalizer(source, true)
+            .await
+            .map_err(|e| snapshot_not_protected(&source.name, &api_error_text(&e)))
     }
 
     /// Removes the source-protection finalizer once `claim`'s PV exists, unless another claim still restores from

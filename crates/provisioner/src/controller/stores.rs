@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
 use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
 use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
@@ -22,6 +22,8 @@ pub struct Stores {
     /// Only when the driver supports topology (item 44), and never in node mode (item 70).
     pub csi_nodes: Option<Store<CSINode>>,
     pub nodes: Option<Store<Node>>,
+    /// Only when the driver attaches volumes (PUBLISH_UNPUBLISH_VOLUME): an attachment blocks deletion (item 62).
+    pub attachments: Option<Store<VolumeAttachment>>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -31,23 +33,26 @@ pub struct Feeds {
     classes: CacheFeed<StorageClass>,
     csi_nodes: Option<CacheFeed<CSINode>>,
     nodes: Option<CacheFeed<Node>>,
+    attachments: Option<CacheFeed<VolumeAttachment>>,
 }
 
 impl Stores {
-    pub fn new(topology: bool) -> (Stores, Feeds) {
+    pub fn new(topology: bool, attachments: bool) -> (Stores, Feeds) {
         let (claims, claims_feed) = watch::cache();
         let (volumes, volumes_feed) = watch::cache();
         let (classes, classes_feed) = watch::cache();
         let (csi_nodes, csi_nodes_feed) = watch::optional_cache(topology);
         let (nodes, nodes_feed) = watch::optional_cache(topology);
+        let (attachments, attachments_feed) = watch::optional_cache(attachments);
         let feeds = Feeds {
             claims: claims_feed,
             volumes: volumes_feed,
             classes: classes_feed,
             csi_nodes: csi_nodes_feed,
             nodes: nodes_feed,
+            attachments: attachments_feed,
         };
-        (Stores { claims, volumes, classes, csi_nodes, nodes }, feeds)
+        (Stores { claims, volumes, classes, csi_nodes, nodes, attachments }, feeds)
     }
 
     pub fn claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
@@ -166,6 +171,17 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
         watches.watch(feed, Api::<CSINode>::all(client.clone()), move |change| {
             if matches!(change, Change::Applied { listed: false, .. } | Change::Deleted(_)) {
                 s.capacity_keys_may_have_changed();
+            }
+        });
+    }
+    if let Some(feed) = feeds.attachments {
+        let s = shared.clone();
+        watches.watch(feed, Api::<VolumeAttachment>::all(client.clone()), move |change| {
+            // A detached volume may be deleted now.
+            if let Change::Deleted(attachment) = change
+                && let Some(volume) = &attachment.spec.source.persistent_volume_name
+            {
+                s.volumes.add(volume.clone());
             }
         });
     }

@@ -1,15 +1,16 @@
 //! What happens to a PersistentVolume: the reclaim-policy finalizer and deletion (reference §3.9, items 58–63).
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::api::storage::v1::VolumeAttachment;
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::json;
 
 use super::names::{
     ANN_MIGRATED_TO, ANN_PROVISIONED_BY, ANN_PROVISIONER_DELETION_SECRET_NAME,
     ANN_PROVISIONER_DELETION_SECRET_NAMESPACE, FINALIZER_PV,
 };
 use super::provisioner::Provisioner;
-use super::secrets::SecretRef;
+use super::secrets::{SecretKind, SecretRef, secret_reference};
 
 /// The work a PV needs from this provisioner now.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,10 +116,33 @@ pub fn claim_from_reference(volume: &PersistentVolume) -> Option<PersistentVolum
     })
 }
 
+/// The provisioner secret a PV from before the deletion-secret annotations names through its StorageClass (`class`
+/// in its CSI form), resolved against the claim its `claimRef` names. A template that cannot be resolved means no
+/// secret (the refusal's text is for the log).
+pub fn class_deletion_secret(volume: &PersistentVolume, class: &StorageClass) -> Result<Option<SecretRef>, String> {
+    let Some(claim) = claim_from_reference(volume) else { return Ok(None) };
+    let name = volume.metadata.name.as_deref().unwrap_or_default();
+    let parameters = class.parameters.clone().unwrap_or_default();
+    secret_reference(SecretKind::Provisioner, &parameters, name, Some(&claim)).map_err(|refusal| refusal.to_string())
+}
+
+/// The write that adds (`wanted`) or removes the PV finalizer: a strategic merge patch, since upstream's role grants
+/// `patch` on PersistentVolumes but not `update`.
+pub fn volume_finalizer_patch(wanted: bool) -> serde_json::Value {
+    if wanted {
+        json!({"metadata": {"finalizers": [FINALIZER_PV]}})
+    } else {
+        json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [FINALIZER_PV]}})
+    }
+}
+
 /// The node a VolumeAttachment of `volume_name` still attaches it to; deletion waits for it (item 62).
-pub fn attached_node<'a>(attachments: &'a [VolumeAttachment], volume_name: &str) -> Option<&'a str> {
+pub fn attached_node<'a>(
+    attachments: impl IntoIterator<Item = &'a VolumeAttachment>,
+    volume_name: &str,
+) -> Option<&'a str> {
     attachments
-        .iter()
+        .into_iter()
         .find(|a| a.spec.source.persistent_volume_name.as_deref() == Some(volume_name))
         .map(|a| a.spec.node_name.as_str())
 }
@@ -299,5 +323,58 @@ mod tests {
         assert_eq!(attached_node(&attachments, "pvc-1"), Some("n1"), "62");
         assert_eq!(attached_node(&attachments, "pvc-3"), None, "62");
         assert_eq!(still_attached_message("pvc-1", "n1"), "persistentvolume pvc-1 is still attached to node n1");
+    }
+
+    #[test]
+    fn old_volumes_take_their_deletion_secret_from_the_class() {
+        let claim_ref = ObjectReference {
+            name: Some("data".into()),
+            namespace: Some("apps".into()),
+            uid: Some("u-1".into()),
+            ..Default::default()
+        };
+        let volume = |claim_ref: Option<ObjectReference>| PersistentVolume {
+            metadata: ObjectMeta { name: Some("pvc-1".into()), ..Default::default() },
+            spec: Some(PersistentVolumeSpec { claim_ref, ..Default::default() }),
+            ..Default::default()
+        };
+        let class = |parameters: &[(&str, &str)]| StorageClass {
+            parameters: Some(parameters.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            ..Default::default()
+        };
+        let secret = |name: &str, namespace: &str| SecretRef { name: name.into(), namespace: namespace.into() };
+        let name_key = "csi.storage.k8s.io/provisioner-secret-name";
+        let namespace_key = "csi.storage.k8s.io/provisioner-secret-namespace";
+        // (rule, volume, class, result)
+        let table = [
+            ("61: no secret in the class", volume(Some(claim_ref.clone())), class(&[]), Ok(None)),
+            (
+                "61: templates resolved against the claimRef",
+                volume(Some(claim_ref.clone())),
+                class(&[(name_key, "${pvc.name}-key"), (namespace_key, "${pvc.namespace}")]),
+                Ok(Some(secret("data-key", "apps"))),
+            ),
+            (
+                "61: the PV name template",
+                volume(Some(claim_ref.clone())),
+                class(&[(name_key, "${pv.name}"), (namespace_key, "kube-system")]),
+                Ok(Some(secret("pvc-1", "kube-system"))),
+            ),
+            ("61: no claimRef, no claim to resolve against", volume(None), class(&[(name_key, "s")]), Ok(None)),
+        ];
+        for (rule, volume, class, want) in table {
+            assert_eq!(class_deletion_secret(&volume, &class), want, "{rule}");
+        }
+        let half = class(&[(name_key, "only-a-name")]);
+        assert!(class_deletion_secret(&volume(Some(claim_ref)), &half).is_err(), "61: a name without a namespace");
+    }
+
+    #[test]
+    fn the_volume_finalizer_is_written_with_a_strategic_merge_patch() {
+        assert_eq!(volume_finalizer_patch(true), json!({"metadata": {"finalizers": [FINALIZER_PV]}}));
+        assert_eq!(
+            volume_finalizer_patch(false),
+            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [FINALIZER_PV]}})
+        );
     }
 }

@@ -14,6 +14,7 @@
 //! [`node_deployment`] adds the rules of `--node-deployment`: which node's claims and volumes are this instance's.
 
 pub mod access_modes;
+pub mod api_errors;
 pub mod capacity;
 pub mod claim_filter;
 pub mod clone_source;

@@ -1,13 +1,13 @@
-//! Prints the snapshot CRDs as one YAML stream, or with `--write` refreshes the Helm chart's copies.
+//! Prints the snapshot and group snapshot CRDs as one YAML stream, or with `--write` refreshes the Helm chart's copies.
 
 use std::path::Path;
 
-use snapshot_api::crds::{CHART_CRD_DIR, snapshot_crds, to_yaml};
+use snapshot_api::crds::{CHART_CRD_DIR, all_crds, to_yaml};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let write = std::env::args().skip(1).any(|a| a == "--write");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for (file, crd) in snapshot_crds() {
+    for (file, crd) in all_crds() {
         let yaml = to_yaml(&crd)?;
         if write {
             let path = root.join(CHART_CRD_DIR).join(file);

@@ -1,6 +1,8 @@
-//! The I/O halves of the snapshot binaries: watches, queues, driver calls and writes. Every rule lives in
-//! [`crate::translate`]; these modules read the caches, hand plain values to the rules and carry out what they say.
+//! The I/O halves of the two snapshot binaries: watches, queues, API writes and (for csi-snapshotter) driver calls
+//! that carry out what [`crate::translate`] decides.
 //!
+//! - [`common`]: the snapshot-controller.
 //! - [`sidecar`]: csi-snapshotter's content controller.
 
+pub mod common;
 pub mod sidecar;

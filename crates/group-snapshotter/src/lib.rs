@@ -1,0 +1,11 @@
+//! VolumeGroupSnapshots: several claims snapshotted together by one CreateVolumeGroupSnapshot call. Upstream splits
+//! the work between two programs, and so does this crate:
+//!
+//! - the **snapshot-controller** (one per cluster) picks the claims, the class and creates the
+//!   VolumeGroupSnapshotContent, then turns the driver's answer into one VolumeSnapshot and VolumeSnapshotContent per
+//!   member and carries the status back to the VolumeGroupSnapshot;
+//! - **csi-snapshotter** (beside each driver) calls CreateVolumeGroupSnapshot and DeleteVolumeGroupSnapshot for its
+//!   driver's group contents.
+//!
+//! - [`translate`]: the pure rules of both (reference: ../shared/reference/external-snapshotter.md §4).
+pub mod translate;

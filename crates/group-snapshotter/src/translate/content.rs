@@ -1,0 +1,130 @@
+//! The VolumeGroupSnapshotContent the snapshot-controller creates for a dynamic group snapshot
+//! (reference §4.2 item 5).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use snapshot_api::{
+    VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeGroupSnapshotContentSource,
+    VolumeGroupSnapshotContentSpec,
+};
+
+use super::names::{
+    ANN_GROUP_DELETION_SECRET_NAME, ANN_GROUP_DELETION_SECRET_NAMESPACE, DYNAMIC_GROUP_CONTENT_NAME_PREFIX,
+    GROUP_SNAPSHOT_API_VERSION, KIND_VOLUME_GROUP_SNAPSHOT,
+};
+use super::secrets::SecretReference;
+use super::selection::SelectedVolume;
+
+/// `groupsnapcontent-<group UID>`: one name per group snapshot, so that a content created before a crash is found
+/// again instead of created twice.
+pub fn dynamic_content_name(group_uid: &str) -> String {
+    format!("{DYNAMIC_GROUP_CONTENT_NAME_PREFIX}{group_uid}")
+}
+
+/// The full reference to the group snapshot a content is bound to.
+pub fn group_reference(group: &VolumeGroupSnapshot) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(GROUP_SNAPSHOT_API_VERSION.into()),
+        kind: Some(KIND_VOLUME_GROUP_SNAPSHOT.into()),
+        namespace: group.metadata.namespace.clone(),
+        name: group.metadata.name.clone(),
+        uid: group.metadata.uid.clone(),
+        resource_version: group.metadata.resource_version.clone(),
+        field_path: None,
+    }
+}
+
+/// The content to create: the selected volumes' handles in their order, the class's driver and deletion policy, and
+/// the deletion Secret (from [`super::secrets::deletion_secret`]) as annotations.
+pub fn dynamic_content(
+    group: &VolumeGroupSnapshot,
+    class: &VolumeGroupSnapshotClass,
+    volumes: &[SelectedVolume],
+    deletion_secret: Option<&SecretReference>,
+) -> VolumeGroupSnapshotContent {
+    let annotations = deletion_secret.map(|secret| {
+        BTreeMap::from([
+            (ANN_GROUP_DELETION_SECRET_NAME.to_string(), secret.name.clone()),
+            (ANN_GROUP_DELETION_SECRET_NAMESPACE.to_string(), secret.namespace.clone()),
+        ])
+    });
+    VolumeGroupSnapshotContent {
+        metadata: ObjectMeta {
+            name: Some(dynamic_content_name(group.metadata.uid.as_deref().unwrap_or_default())),
+            annotations,
+            ..Default::default()
+        },
+        spec: VolumeGroupSnapshotContentSpec {
+            volume_group_snapshot_ref: group_reference(group),
+            deletion_policy: class.spec.deletion_policy,
+            driver: class.spec.driver.clone(),
+            volume_group_snapshot_class_name: class.metadata.name.clone(),
+            source: VolumeGroupSnapshotContentSource {
+                volume_handles: Some(volumes.iter().map(|v| v.volume_handle.clone()).collect()),
+                group_snapshot_handles: None,
+            },
+        },
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use snapshot_api::{DeletionPolicy, VolumeGroupSnapshotClassFields};
+
+    use super::*;
+    use crate::translate::selection::tests::{group, selected};
+
+    fn class(policy: DeletionPolicy) -> VolumeGroupSnapshotClass {
+        VolumeGroupSnapshotClass {
+            metadata: ObjectMeta { name: Some("gold".into()), ..Default::default() },
+            spec: VolumeGroupSnapshotClassFields { driver: "d".into(), parameters: None, deletion_policy: policy },
+        }
+    }
+
+    #[test]
+    fn content_carries_the_group_the_class_and_the_volumes() {
+        let secret = SecretReference { name: "creds".into(), namespace: "kube-system".into() };
+        // (policy, secret)
+        for (policy, secret) in [(DeletionPolicy::Delete, None), (DeletionPolicy::Retain, Some(&secret))] {
+            let content =
+                dynamic_content(&group(None), &class(policy), &[selected("b", "d"), selected("a", "d")], secret);
+            assert_eq!(content.metadata.name.as_deref(), Some("groupsnapcontent-group-uid"));
+            let reference = &content.spec.volume_group_snapshot_ref;
+            assert_eq!(
+                (
+                    reference.api_version.as_deref(),
+                    reference.kind.as_deref(),
+                    reference.namespace.as_deref(),
+                    reference.name.as_deref(),
+                    reference.uid.as_deref(),
+                    reference.resource_version.as_deref()
+                ),
+                (
+                    Some("groupsnapshot.storage.k8s.io/v1"),
+                    Some("VolumeGroupSnapshot"),
+                    Some("ns"),
+                    Some("group"),
+                    Some("group-uid"),
+                    Some("7")
+                )
+            );
+            assert_eq!(content.spec.deletion_policy, policy);
+            assert_eq!(content.spec.driver, "d");
+            assert_eq!(content.spec.volume_group_snapshot_class_name.as_deref(), Some("gold"));
+            // The selection's order, unchanged.
+            assert_eq!(content.spec.source.volume_handles, Some(vec!["handle-b".to_string(), "handle-a".to_string()]));
+            assert_eq!(content.spec.source.group_snapshot_handles, None);
+            let annotations = content.metadata.annotations.unwrap_or_default();
+            match secret {
+                None => assert!(annotations.is_empty()),
+                Some(_) => {
+                    assert_eq!(annotations[ANN_GROUP_DELETION_SECRET_NAME], "creds");
+                    assert_eq!(annotations[ANN_GROUP_DELETION_SECRET_NAMESPACE], "kube-system");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Deleting a group snapshot: what the snapshot-controller does with the group, its content and its members
+//! (reference §4.2 items 9–10), and what csi-snapshotter does with the content (§4.3 item 1).
+
+use csi_client::proto::DeleteVolumeGroupSnapshotRequest;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use sidecar_runtime::events::PlannedEvent;
+use snapshot_api::{DeletionPolicy, VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot};
+
+use super::names::{
+    ANN_GROUP_DELETION_SECRET_NAME, ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED,
+    ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_GROUP_SNAPSHOT_DELETE_ERROR, EVENT_SNAPSHOT_DELETE_PENDING,
+    KIND_VOLUME_SNAPSHOT,
+};
+use super::secrets::{SecretReference, secret_from_annotations};
+use snapshot_api::names::GROUP as SNAPSHOT_GROUP;
+
+/// What the snapshot-controller does for a group snapshot being deleted, in this order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupDeletion {
+    /// Set `volumegroupsnapshot-being-deleted: "yes"` on the content, which tells csi-snapshotter to go ahead.
+    pub mark_content_being_deleted: bool,
+    /// API-delete the content (its policy is Delete).
+    pub delete_content: bool,
+    /// API-delete these member VolumeSnapshots (NotFound is success).
+    pub delete_members: Vec<String>,
+    /// Remove the group's bound-protection finalizer now. With a Delete content it stays until the content is gone.
+    pub remove_finalizer: bool,
+}
+
+/// The snapshot-controller's steps for a group snapshot with a deletion timestamp. `members` are the
+/// VolumeSnapshots owned by the group; `claims` the claims of its namespace. A member that is the data source of a
+/// Pending claim holds everything back (the restore still reads it): the Warning says which.
+pub fn group_deletion(
+    group: &VolumeGroupSnapshot,
+    content: Option<&VolumeGroupSnapshotContent>,
+    members: &[VolumeSnapshot],
+    claims: &[PersistentVolumeClaim],
+) -> Result<GroupDeletion, PlannedEvent> {
+    let group_name = group.metadata.name.as_deref().unwrap_or_default();
+    let member_names: Vec<String> = members.iter().filter_map(|m| m.metadata.name.clone()).collect();
+    if let Some((member, claim)) = member_names.iter().find_map(|m| restoring_claim(m, group, claims).map(|c| (m, c))) {
+        let message = format!(
+            "group snapshot {group_name} cannot be deleted yet: its snapshot {member} is the data source of the pending PVC {claim}"
+        );
+        return Err(PlannedEvent::warning(EVENT_SNAPSHOT_DELETE_PENDING, message));
+    }
+    let content = content.filter(|c| points_back(c, group));
+    let delete_content = content.is_some_and(|c| c.spec.deletion_policy == DeletionPolicy::Delete);
+    Ok(GroupDeletion {
+        mark_content_being_deleted: content.is_some(),
+        delete_content,
+        delete_members: member_names,
+        remove_finalizer: !delete_content,
+    })
+}
+
+/// A content is the group's when its reference names the group by namespace, name and UID.
+fn points_back(content: &VolumeGroupSnapshotContent, group: &VolumeGroupSnapshot) -> bool {
+    let reference = &content.spec.volume_group_snapshot_ref;
+    reference.name == group.metadata.name
+        && reference.namespace == group.metadata.namespace
+        && reference.uid == group.metadata.uid
+}
+
+/// The name of a Pending claim of the group's namespace restoring from this snapshot, if any.
+fn restoring_claim(snapshot: &str, group: &VolumeGroupSnapshot, claims: &[PersistentVolumeClaim]) -> Option<String> {
+    claims.iter().find_map(|claim| {
+        let pending = claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending");
+        let spec = claim.spec.as_ref()?;
+        let by_source = spec.data_source.as_ref().is_some_and(|s| {
+            s.api_group.as_deref() == Some(SNAPSHOT_GROUP) && s.kind == KIND_VOLUME_SNAPSHOT && s.name == snapshot
+        });
+        // A dataSourceRef in another namespace is not this snapshot.
+        let by_ref = spec.data_source_ref.as_ref().is_some_and(|s| {
+            s.api_group.as_deref() == Some(SNAPSHOT_GROUP)
+                && s.kind == KIND_VOLUME_SNAPSHOT
+                && s.name == snapshot
+                && s.namespace.as_ref().is_none_or(|ns| Some(ns) == group.metadata.namespace.as_ref())
+        });
+        let same_namespace = claim.metadata.namespace == group.metadata.namespace;
+        (pending && same_namespace && (by_source || by_ref)).then(|| claim.metadata.name.clone().unwrap_or_default())
+    })
+}
+
+/// What happens to a member VolumeSnapshot being deleted on its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemberDeletion {
+    /// Its group still exists: the in-group finalizer stays, with a Warning. Members go with their group.
+    Pending(PlannedEvent),
+    /// Its group is gone: remove `volumesnapshot-in-group-protection` and delete it as any snapshot.
+    ReleaseFromGroup,
+}
+
+/// The rule for a member snapshot with a deletion timestamp whose `status.volumeGroupSnapshotName` is `group`.
+pub fn member_deletion(snapshot: &VolumeSnapshot, group: &str, group_exists: bool) -> MemberDeletion {
+    if !group_exists {
+        return MemberDeletion::ReleaseFromGroup;
+    }
+    let name = snapshot.metadata.name.as_deref().unwrap_or_default();
+    MemberDeletion::Pending(PlannedEvent::warning(
+        EVENT_SNAPSHOT_DELETE_PENDING,
+        format!(
+            "deletion of the individual volume snapshot {name} is not allowed as it belongs to group snapshot {group}. Deleting the group snapshot will trigger the deletion of all the individual volume snapshots that are part of the group."
+        ),
+    ))
+}
+
+/// csi-snapshotter's step for a content with a deletion timestamp.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContentDeletion {
+    /// Not being deleted.
+    NotDeleting,
+    /// Not yet: a CreateVolumeGroupSnapshot may be in flight, or the snapshot-controller has not released the
+    /// content (no being-deleted annotation).
+    Wait,
+    /// Call DeleteVolumeGroupSnapshot, then clear the status ([`status_after_delete`]), then remove the finalizer.
+    DeleteGroupSnapshot(GroupSnapshotToDelete),
+    /// Nothing on the storage to delete (policy Retain, or never cut): remove the content's finalizer.
+    RemoveFinalizer,
+}
+
+/// The storage group snapshot to delete and the Secret to delete it with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSnapshotToDelete {
+    pub group_snapshot_id: String,
+    pub snapshot_ids: Vec<String>,
+    pub secret: Option<SecretReference>,
+}
+
+impl GroupSnapshotToDelete {
+    /// The request, with the data of [`Self::secret`] (empty when none).
+    pub fn request(&self, secrets: std::collections::HashMap<String, String>) -> DeleteVolumeGroupSnapshotRequest {
+        DeleteVolumeGroupSnapshotRequest {
+            group_snapshot_id: self.group_snapshot_id.clone(),
+            snapshot_ids: self.snapshot_ids.clone(),
+            secrets,
+        }
+    }
+}
+
+/// csi-snapshotter's decision for a content. An unbound pre-provisioned content goes at once; otherwise the
+/// being-created annotation means wait and the being-deleted annotation means go. The storage group snapshot is
+/// deleted with policy Delete, by the status handle (or, beyond upstream, the handle a pre-provisioned content was
+/// given, so that one deleted before it was ever synced is not leaked), with every member's snapshot id, which CSI
+/// requires.
+pub fn content_deletion(content: &VolumeGroupSnapshotContent) -> Result<ContentDeletion, PlannedEvent> {
+    if content.metadata.deletion_timestamp.is_none() {
+        return Ok(ContentDeletion::NotDeleting);
+    }
+    let annotations = content.metadata.annotations.clone().unwrap_or_default();
+    let pre_provisioned = content.spec.source.group_snapshot_handles.as_ref();
+    let unbound = content.spec.volume_group_snapshot_ref.uid.as_deref().unwrap_or_default().is_empty();
+    let go = (pre_provisioned.is_some() && unbound)
+        || (!annotations.contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED)
+            && annotations.contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED));
+    if !go {
+        return Ok(ContentDeletion::Wait);
+    }
+    if content.spec.deletion_policy == DeletionPolicy::Retain {
+        return Ok(ContentDeletion::RemoveFinalizer);
+    }
+    let status = content.status.as_ref();
+    let group_snapshot_id = status
+        .and_then(|s| s.volume_group_snapshot_handle.clone())
+        .or_else(|| pre_provisioned.map(|h| h.volume_group_snapshot_handle.clone()))
+        .filter(|id| !id.is_empty());
+    let Some(group_snapshot_id) = group_snapshot_id else {
+        return Ok(ContentDeletion::RemoveFinalizer);
+    };
+    let from_status: Vec<String> = status
+        .and_then(|s| s.volume_snapshot_info_list.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.snapshot_handle.clone())
+        .collect();
+    let snapshot_ids = if from_status.is_empty() {
+        pre_provisioned.map(|h| h.volume_snapshot_handles.clone()).unwrap_or_default()
+    } else {
+        from_status
+    };
+    if snapshot_ids.is_empty() {
+        let name = content.metadata.name.as_deref().unwrap_or_default();
+        let message = format!(
+            "failed to delete group snapshot {group_snapshot_id} of content {name}: the snapshot ids of its members are unknown"
+        );
+        return Err(PlannedEvent::warning(EVENT_GROUP_SNAPSHOT_DELETE_ERROR, message));
+    }
+    let secret = secret_from_annotations(
+        Some(&annotations),
+        ANN_GROUP_DELETION_SECRET_NAME,
+        ANN_GROUP_DELETION_SECRET_NAMESPACE,
+    );
+    Ok(ContentDeletion::DeleteGroupSnapshot(GroupSnapshotToDelete { group_snapshot_id, snapshot_ids, secret }))
+}
+
+/// The content's status once its storage group snapshot is deleted: handle, readiness, creation time and error
+/// cleared (the member list stays, for the record).
+pub fn status_after_delete(content: &VolumeGroupSnapshotContent) -> snapshot_api::VolumeGroupSnapshotContentStatus {
+    let mut status = content.status.clone().unwrap_or_default();
+    status.volume_group_snapshot_handle = None;
+    status.ready_to_use = None;
+    status.creation_time = None;
+    status.error = None;
+    status
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,27 @@
+//! The group snapshot rules as pure functions: plain inputs (group snapshots, contents, classes, claims, volumes, CSI
+//! answers, flags) to plain outputs (objects to write, CSI requests, decisions and events). No I/O.
+//!
+//! A dynamic group snapshot, in the order the two programs drive it:
+//! 1. snapshot-controller: [`selection::select_volumes`] turns the label selector into the claims' volumes (every
+//!    refusal an event naming the claim); without a class name, [`default_class::default_group_class`] picks the
+//!    driver's default class.
+//! 2. snapshot-controller: [`content::dynamic_content`] is the VolumeGroupSnapshotContent to create, with the
+//!    deletion Secret of [`secrets::deletion_secret`].
+//! 3. csi-snapshotter: [`create_request::create_group_snapshot_request`], CreateVolumeGroupSnapshot, and
+//!    [`status::content_status_after_create`] for the answer.
+//! 4. snapshot-controller: [`members`] gives each snapshot of the group its VolumeSnapshotContent and VolumeSnapshot;
+//!    [`status::group_status`] carries the content's status to the group; [`status::needs_refresh`] keeps asking the
+//!    driver until every member is ready (beyond upstream, which stops at the group's first answer).
+//! 5. Deletion: [`deletion::group_deletion`] (snapshot-controller) and [`deletion::content_deletion`]
+//!    (csi-snapshotter, with its DeleteVolumeGroupSnapshot request).
+
+pub mod content;
+pub mod create_request;
+pub mod default_class;
+pub mod deletion;
+pub mod members;
+pub mod names;
+pub mod secrets;
+pub mod selection;
+pub mod selector;
+pub mod status;

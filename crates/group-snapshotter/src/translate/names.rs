@@ -1,0 +1,40 @@
+//! The event reasons of the group rules, spelled as upstream's (reference §4), and the API names they use.
+
+pub use snapshot_api::names::{
+    ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, ANN_GROUP_DELETION_SECRET_NAME,
+    ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_GROUP_IS_DEFAULT_CLASS, ANN_VALUE_YES,
+    ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED, ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, ANN_VOLUME_GROUP_SNAPSHOT_HANDLE,
+    DYNAMIC_GROUP_CONTENT_NAME_PREFIX, FINALIZER_VOLUME_SNAPSHOT_IN_GROUP, GROUP_SNAPSHOT_API_VERSION,
+    KIND_VOLUME_GROUP_SNAPSHOT,
+};
+
+/// The `apiVersion` and kind of member VolumeSnapshots, as their contents' `volumeSnapshotRef` names them.
+pub const SNAPSHOT_API_VERSION: &str = "snapshot.storage.k8s.io/v1";
+pub const KIND_VOLUME_SNAPSHOT: &str = "VolumeSnapshot";
+/// Member object names: `snapshot-<hash>` and `snapcontent-<hash>` (reference §4.4).
+pub const MEMBER_SNAPSHOT_NAME_PREFIX: &str = "snapshot-";
+pub const MEMBER_CONTENT_NAME_PREFIX: &str = "snapcontent-";
+
+// ---- Events on a VolumeGroupSnapshot (snapshot-controller) ------------------------------------------------------
+
+/// Warning: no single default class for the driver.
+pub const EVENT_SET_DEFAULT_CLASS_FAILED: &str = "SetDefaultGroupSnapshotClassFailed";
+/// Warning: a claim of the group cannot be snapshotted (not bound, volume missing or misbound, selector empty).
+pub const EVENT_CONTENT_CREATION_FAILED: &str = "GroupSnapshotContentCreationFailed";
+/// Warning: a claim's volume is not a CSI volume, or belongs to another driver than the class's.
+pub const EVENT_CREATE_CONTENT_FAILED: &str = "CreateGroupSnapshotContentFailed";
+/// Normal: the content exists and waits for the driver.
+pub const EVENT_CREATING_GROUP_SNAPSHOT: &str = "CreatingGroupSnapshot";
+/// Normal: the first time the group snapshot has a creation time.
+pub const EVENT_GROUP_SNAPSHOT_CREATED: &str = "GroupSnapshotCreated";
+/// Normal: the first time the group snapshot is ready to use.
+pub const EVENT_GROUP_SNAPSHOT_READY: &str = "GroupSnapshotReady";
+/// Warning: a member is the data source of a claim still being restored, so the group waits.
+pub const EVENT_SNAPSHOT_DELETE_PENDING: &str = "SnapshotDeletePending";
+
+// ---- Events on a VolumeGroupSnapshotContent (csi-snapshotter) ---------------------------------------------------
+
+/// Warning: CreateVolumeGroupSnapshot failed, or could not be asked.
+pub const EVENT_GROUP_SNAPSHOT_CREATION_FAILED: &str = "GroupSnapshotCreationFailed";
+/// Warning: DeleteVolumeGroupSnapshot failed, or could not be asked.
+pub const EVENT_GROUP_SNAPSHOT_DELETE_ERROR: &str = "GroupSnapshotDeleteError";

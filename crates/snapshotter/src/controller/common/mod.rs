@@ -1,0 +1,115 @@
+//! The snapshot-controller's I/O half: watches of snapshots, contents, classes and claims; one queue of snapshots
+//! (`namespace/name`) and one of contents (name), as upstream's `snapshot-controller-snapshot` and
+//! `snapshot-controller-content`; the writes [`crate::translate::common`] asks for.
+//!
+//! - [`snapshot`]: the snapshot worker, in the order the translate module documents.
+//! - [`content`]: the content worker.
+//! - [`writes`]: how each write value reaches the API server (merge patches on snapshots and contents, the status
+//!   subresource, guarded updates of claims: the verbs upstream's ClusterRole grants).
+
+mod content;
+pub mod crds;
+mod snapshot;
+mod stores;
+mod writes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
+use tokio_util::sync::CancellationToken;
+
+use crate::translate::common::dynamic_content::ContentOptions;
+use stores::{Feeds, Stores};
+
+/// The events' source component, as upstream's.
+pub const EVENT_COMPONENT: &str = "snapshot-controller";
+/// The Lease, as upstream's.
+pub const LEASE_NAME: &str = "snapshot-controller-leader";
+
+/// How the controller works, from the flags.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--worker-threads`, per queue.
+    pub workers: usize,
+    pub retry: RetryPolicy,
+    /// `--resync-period`: every snapshot and content is synced again this often.
+    pub resync_period: Duration,
+    /// `--prevent-volume-mode-conversion`.
+    pub content: ContentOptions,
+}
+
+pub struct Controller {
+    shared: Arc<Shared>,
+    feeds: Feeds,
+}
+
+pub(crate) struct Shared {
+    client: kube::Client,
+    events: EventRecorder,
+    options: Options,
+    stores: Stores,
+    snapshots: WorkQueue<String>,
+    contents: WorkQueue<String>,
+}
+
+impl Controller {
+    pub fn new(
+        client: kube::Client,
+        events: EventRecorder,
+        options: Options,
+        queue_metrics: Option<&QueueMetrics>,
+    ) -> Controller {
+        let (stores, feeds) = Stores::new();
+        let snapshots = WorkQueue::with_optional_metrics("snapshot-controller-snapshot", options.retry, queue_metrics);
+        let contents = WorkQueue::with_optional_metrics("snapshot-controller-content", options.retry, queue_metrics);
+        let shared = Shared { client, events, options, stores, snapshots, contents };
+        Controller { shared: Arc::new(shared), feeds }
+    }
+
+    /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    pub async fn run(self, stop: CancellationToken) {
+        let shared = self.shared;
+        let watches = stores::watches(&shared, self.feeds);
+        watches
+            .serve(&stop, || async {
+                let resync = tokio::spawn(resync(shared.clone()));
+                let workers = shared.options.workers;
+                let snapshots = shared.snapshots.run(workers, stop.clone(), {
+                    let shared = shared.clone();
+                    move |key| {
+                        let shared = shared.clone();
+                        async move { snapshot::sync_snapshot(&shared, &key).await }
+                    }
+                });
+                let contents = shared.contents.run(workers, stop.clone(), {
+                    let shared = shared.clone();
+                    move |name| {
+                        let shared = shared.clone();
+                        async move { content::sync_content(&shared, &name).await }
+                    }
+                });
+                tokio::join!(snapshots, contents);
+                resync.abort();
+            })
+            .await;
+    }
+}
+
+/// Upstream's informer resync: every snapshot and content is synced again every `--resync-period`.
+async fn resync(shared: Arc<Shared>) {
+    let period = shared.options.resync_period;
+    if period.is_zero() {
+        return;
+    }
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        ticker.tick().await;
+        for snapshot in shared.stores.snapshots.state() {
+            shared.snapshots.add(crate::translate::common::names::snapshot_key(&snapshot));
+        }
+        for content in shared.stores.contents.state() {
+            shared.contents.add(kube::ResourceExt::name_any(&*content));
+        }
+    }
+}

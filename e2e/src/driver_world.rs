@@ -1,0 +1,41 @@
+//! What every sidecar world starts with: a namespace, a hostpath plugin under a driver name of its own, and the
+//! ServiceAccount the world's sidecars run as (crate::rbac).
+//!
+//! Sidecars watch the whole cluster; a driver name per test (`<namespace>.csi.e2e` unless the test needs a name
+//! that means something) keeps each test's objects to its own processes.
+
+use std::path::PathBuf;
+
+use crate::{Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace};
+
+/// The parts of a world that do not depend on the sidecar.
+pub struct DriverWorld {
+    pub client: kube::Client,
+    pub ns: TestNamespace,
+    pub scenario: Scenario,
+    pub driver: String,
+    pub socket: PathBuf,
+    pub plugin: Process,
+    pub identity: SidecarIdentity,
+}
+
+impl DriverWorld {
+    /// Creates the namespace `e2e-<prefix>-…`, starts the plugin (with `plugin_args`) and makes the identity of
+    /// `sidecar` with upstream's rules.
+    pub async fn start(sidecar: Sidecar, prefix: &str, driver: Option<&str>, plugin_args: &[&str]) -> DriverWorld {
+        let client = Cluster::shared().client().await;
+        let ns = TestNamespace::create(&client, prefix).await;
+        let driver = driver.map(str::to_string).unwrap_or_else(|| format!("{}.csi.e2e", ns.name()));
+        let mut scenario = Scenario::new(&format!("{}-{prefix}", sidecar.account()));
+        let driver_flag = format!("--driver-name={driver}");
+        let mut args = vec![driver_flag.as_str(), "-v=2"];
+        args.extend_from_slice(plugin_args);
+        let (plugin, socket) = scenario.hostpath_plugin("hostpath-plugin", &args);
+        let identity = SidecarIdentity::create(&client, ns.name(), sidecar, scenario.dir()).await;
+        DriverWorld { client, ns, scenario, driver, socket, plugin, identity }
+    }
+
+    pub fn ns(&self) -> &str {
+        self.ns.name()
+    }
+}

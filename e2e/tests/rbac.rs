@@ -1,0 +1,60 @@
+//! csi-provisioner under RBAC rules with one verb taken away: the failure names what is forbidden, reaches the user
+//! as an event on the claim, stalls nothing else, and heals once the verb is granted again (no restart).
+//!
+//! Every other e2e test runs the sidecars with upstream's full rules (e2e/rbac/*.yaml); these take one verb away
+//! with `Rules::without`.
+
+use csi_sidecars_e2e::provisioner_world::ProvisionerWorld as World;
+use csi_sidecars_e2e::{Rules, Sidecar};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+
+const SECRET_NAME: &str = "csi.storage.k8s.io/provisioner-secret-name";
+const SECRET_NAMESPACE: &str = "csi.storage.k8s.io/provisioner-secret-namespace";
+
+#[tokio::test]
+async fn a_secret_the_provisioner_may_not_read_fails_its_claim_by_name_and_other_classes_are_served() {
+    let mut world = World::new("rbac-secret", &[]).await;
+    let ns = world.ns().to_string();
+    world.secret("credentials", "password", "not-to-be-read").await;
+    let guarded = world.class("guarded", &[(SECRET_NAME, "credentials"), (SECRET_NAMESPACE, &ns)], "Delete").await;
+    let open = world.class("open", &[], "Delete").await;
+    let rules = Rules::of(Sidecar::Provisioner).without("", "secrets", "get");
+    let identity = world.identity_with("csi-provisioner-no-secrets", rules).await;
+    let _provisioner = world.start_provisioner_as("csi-provisioner", &identity, &[]);
+
+    world.claim("guarded", &guarded, None, "ReadWriteOnce").await;
+    world.claim("open", &open, None, "ReadWriteOnce").await;
+    world.bound("open").await;
+    // The API server's Forbidden text names the verb, the resource and the identity; the event passes it on.
+    let event = world.event("guarded", "ProvisioningFailed", r#"cannot get resource "secrets""#).await;
+    let message = event.message.unwrap_or_default();
+    assert!(message.contains("error getting secret credentials"), "{message}");
+    assert!(message.contains("csi-provisioner-no-secrets"), "names the identity: {message}");
+    let claim = world.claims().get("guarded").await.unwrap();
+    assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Pending"));
+    assert_eq!(world.plugin_volumes().len(), 1, "only the open claim's volume was created");
+}
+
+#[tokio::test]
+async fn a_forbidden_volume_create_is_reported_by_name_and_heals_once_granted() {
+    let mut world = World::new("rbac-pv", &[]).await;
+    let class = world.class("plain", &[], "Delete").await;
+    let rules = Rules::of(Sidecar::Provisioner).without("", "persistentvolumes", "create");
+    let identity = world.identity_with("csi-provisioner-no-pv-create", rules).await;
+    let _provisioner = world.start_provisioner_as("csi-provisioner", &identity, &[]);
+
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    let event = world.event("data", "ProvisioningFailed", r#"cannot create resource "persistentvolumes""#).await;
+    assert!(event.message.unwrap_or_default().contains("error saving volume"), "names the step that failed");
+
+    // Granting the verb back is enough: the claim is retried with the volume the driver already made.
+    let granted = serde_json::json!({"rules": Rules::of(Sidecar::Provisioner).cluster});
+    Api::<ClusterRole>::all(world.client.clone())
+        .patch(identity.cluster_role(), &PatchParams::default(), &Patch::Merge(&granted))
+        .await
+        .unwrap();
+    world.bound("data").await;
+    assert_eq!(world.plugin_volumes().len(), 1, "the retries made no second volume");
+}

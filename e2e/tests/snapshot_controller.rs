@@ -1,0 +1,298 @@
+//! snapshot-controller against the real control plane, with the generated snapshot CRDs, the hostpath plugin and a
+//! csi-provisioner for the claims being snapshotted.
+//!
+//! The snapshot-controller watches every namespace, so this binary runs one controller and one test that walks
+//! through the stories in order (tests in parallel would each see the others' snapshots). Where csi-snapshotter
+//! would cut the snapshot, the test writes the content's status by hand, as the sidecar would.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, has_finalizer};
+use csi_sidecars_e2e::{Cluster, binary, eventually, install_snapshot_crds, wait_for};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use snapshot_api::{
+    DeletionPolicy, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, VolumeSnapshotContentSource,
+    VolumeSnapshotContentSpec, VolumeSnapshotSource, VolumeSnapshotSpec,
+};
+
+const AS_SOURCE: &str = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection";
+const BOUND: &str = "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection";
+const CONTENT_BOUND: &str = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection";
+const CLAIM_AS_SOURCE: &str = "snapshot.storage.kubernetes.io/pvc-as-source-protection";
+const BEING_DELETED: &str = "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted";
+const DEFAULT_CLASS: &str = "snapshot.storage.kubernetes.io/is-default-class";
+
+struct Snapshots<'a> {
+    world: &'a World,
+    classes: Vec<String>,
+}
+
+impl Snapshots<'_> {
+    fn snapshots(&self) -> Api<VolumeSnapshot> {
+        Api::namespaced(self.world.client.clone(), self.world.ns())
+    }
+
+    fn contents(&self) -> Api<VolumeSnapshotContent> {
+        Api::all(self.world.client.clone())
+    }
+
+    /// A VolumeSnapshotClass of the test's driver, named after the namespace.
+    async fn class(&mut self, suffix: &str, policy: DeletionPolicy, default: bool) -> String {
+        let name = format!("{}-{suffix}", self.world.ns());
+        let mut annotations = BTreeMap::new();
+        if default {
+            annotations.insert(DEFAULT_CLASS.to_string(), "true".to_string());
+        }
+        let class: VolumeSnapshotClass = serde_json::from_value(json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1",
+            "kind": "VolumeSnapshotClass",
+            "metadata": {"name": name, "annotations": annotations},
+            "driver": self.world.driver,
+            "deletionPolicy": policy,
+        }))
+        .unwrap();
+        Api::<VolumeSnapshotClass>::all(self.world.client.clone())
+            .create(&PostParams::default(), &class)
+            .await
+            .unwrap();
+        self.classes.push(name.clone());
+        name
+    }
+
+    async fn delete_class(&mut self, name: &str) {
+        let _ = Api::<VolumeSnapshotClass>::all(self.world.client.clone()).delete(name, &DeleteParams::default()).await;
+        self.classes.retain(|c| c != name);
+    }
+
+    async fn snapshot_of_claim(&self, name: &str, claim: &str, class: Option<&str>) -> VolumeSnapshot {
+        let source = VolumeSnapshotSource { persistent_volume_claim_name: Some(claim.into()), ..Default::default() };
+        let spec = VolumeSnapshotSpec { source, volume_snapshot_class_name: class.map(str::to_string) };
+        self.snapshots().create(&PostParams::default(), &VolumeSnapshot::new(name, spec)).await.unwrap()
+    }
+
+    async fn snapshot_of_content(&self, name: &str, content: &str) -> VolumeSnapshot {
+        let source = VolumeSnapshotSource { volume_snapshot_content_name: Some(content.into()), ..Default::default() };
+        let spec = VolumeSnapshotSpec { source, volume_snapshot_class_name: None };
+        self.snapshots().create(&PostParams::default(), &VolumeSnapshot::new(name, spec)).await.unwrap()
+    }
+
+    /// A pre-provisioned content for `handle`, pointing at snapshot `snapshot` of the test namespace (no UID yet).
+    async fn preprovisioned_content(&self, name: &str, snapshot: &str, handle: &str) -> String {
+        let name = format!("{}-{name}", self.world.ns());
+        let content = VolumeSnapshotContent::new(
+            &name,
+            VolumeSnapshotContentSpec {
+                volume_snapshot_ref: ObjectReference {
+                    name: Some(snapshot.into()),
+                    namespace: Some(self.world.ns().into()),
+                    ..Default::default()
+                },
+                deletion_policy: DeletionPolicy::Retain,
+                driver: self.world.driver.clone(),
+                volume_snapshot_class_name: None,
+                source: VolumeSnapshotContentSource { volume_handle: None, snapshot_handle: Some(handle.into()) },
+                source_volume_mode: None,
+            },
+        );
+        self.contents().create(&PostParams::default(), &content).await.unwrap();
+        name
+    }
+
+    /// What csi-snapshotter writes once the driver cut the snapshot.
+    async fn cut(&self, content: &str, handle: &str, size: i64) {
+        let status = json!({"status": {
+            "snapshotHandle": handle, "readyToUse": true, "restoreSize": size, "creationTime": 1_800_000_000_000_000_000i64,
+        }});
+        self.contents().patch_status(content, &PatchParams::default(), &Patch::Merge(status)).await.unwrap();
+    }
+
+    /// What csi-snapshotter does once it deleted the storage snapshot: its finalizer comes off.
+    async fn release_content(&self, content: &str) {
+        let patch = json!({"metadata": {"finalizers": null}});
+        let _ = self.contents().patch(content, &PatchParams::default(), &Patch::Merge(patch)).await;
+    }
+
+    async fn wait_snapshot(&self, name: &str, what: &str, check: impl Fn(&VolumeSnapshot) -> bool) -> VolumeSnapshot {
+        let api = self.snapshots();
+        wait_for(&format!("snapshot {name}: {what}"), TIMEOUT, || async {
+            api.get(name).await.ok().filter(|s| check(s))
+        })
+        .await
+    }
+
+    async fn gone(&self, name: &str) {
+        let api = self.snapshots();
+        eventually(&format!("snapshot {name} is gone"), TIMEOUT, || async {
+            matches!(api.get_opt(name).await, Ok(None))
+        })
+        .await;
+    }
+}
+
+impl Drop for Snapshots<'_> {
+    fn drop(&mut self) {
+        let classes = std::mem::take(&mut self.classes);
+        let namespace = self.world.ns().to_string();
+        csi_sidecars_e2e::clean_up(move |client| async move {
+            for class in classes {
+                let _ = Api::<VolumeSnapshotClass>::all(client.clone()).delete(&class, &DeleteParams::default()).await;
+            }
+            // Contents are cluster-scoped: ours point at the test namespace.
+            let contents: Api<VolumeSnapshotContent> = Api::all(client);
+            if let Ok(list) = contents.list(&Default::default()).await {
+                for content in list.items {
+                    if content.spec.volume_snapshot_ref.namespace.as_deref() == Some(namespace.as_str()) {
+                        let name = content.name_any();
+                        let patch = json!({"metadata": {"finalizers": null}});
+                        let _ = contents.patch(&name, &PatchParams::default(), &Patch::Merge(patch)).await;
+                        let _ = contents.delete(&name, &DeleteParams::default()).await;
+                    }
+                }
+            }
+        });
+    }
+}
+
+fn ready(snapshot: &VolumeSnapshot) -> bool {
+    snapshot.status.as_ref().and_then(|s| s.ready_to_use) == Some(true)
+}
+
+fn bound_to(snapshot: &VolumeSnapshot) -> Option<String> {
+    snapshot.status.as_ref()?.bound_volume_snapshot_content_name.clone()
+}
+
+#[tokio::test]
+async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let mut world = World::new("snapctl", &[]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    let args = vec![
+        format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
+        "--retry-interval-start=200ms".to_string(),
+        "--retry-interval-max=2s".to_string(),
+        "-v=5".to_string(),
+    ];
+    let _controller = world.scenario.start("snapshot-controller", &binary("snapshot-controller"), &args);
+    let mut snaps = Snapshots { world: &world, classes: Vec::new() };
+    world.claim("data", &storage_class, None, "ReadWriteOnce").await;
+    let volume = world.bound("data").await;
+    let handle = world.volumes().get(&volume).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
+
+    // Dynamic snapshot with the driver's default class: the class is written in, the content created as upstream
+    // names and fills it, the finalizers go on, and the content's status comes back as the snapshot's.
+    let default_class = snaps.class("default", DeletionPolicy::Delete, true).await;
+    let first = snaps.snapshot_of_claim("first", "data", None).await;
+    let uid = first.uid().unwrap();
+    let content_name = format!("snapcontent-{uid}");
+    let first = snaps.wait_snapshot("first", "bound", |s| bound_to(s).is_some()).await;
+    assert_eq!(first.spec.volume_snapshot_class_name.as_deref(), Some(default_class.as_str()));
+    assert_eq!(bound_to(&first).as_deref(), Some(content_name.as_str()));
+    assert!(!ready(&first));
+    let content = snaps.contents().get(&content_name).await.unwrap();
+    assert_eq!(content.spec.driver, world.driver);
+    assert_eq!(content.spec.deletion_policy, DeletionPolicy::Delete);
+    assert_eq!(content.spec.source.volume_handle.as_deref(), Some(handle.as_str()));
+    assert_eq!(content.spec.source_volume_mode.as_deref(), Some("Filesystem"));
+    assert_eq!(content.spec.volume_snapshot_class_name.as_deref(), Some(default_class.as_str()));
+    assert_eq!(content.spec.volume_snapshot_ref.uid.as_deref(), Some(uid.as_str()));
+    assert_eq!(content.spec.volume_snapshot_ref.kind.as_deref(), Some("VolumeSnapshot"));
+    world.event("first", "CreatingSnapshot", "Waiting for a snapshot").await;
+    let first = snaps
+        .wait_snapshot("first", "both finalizers", |s| {
+            has_finalizer(&s.metadata, AS_SOURCE) && has_finalizer(&s.metadata, BOUND)
+        })
+        .await;
+    assert!(has_finalizer(&first.metadata, AS_SOURCE));
+    eventually("the content is protected", TIMEOUT, || async {
+        has_finalizer(&snaps.contents().get(&content_name).await.unwrap().metadata, CONTENT_BOUND)
+    })
+    .await;
+    let claim = world.claims().get("data").await.unwrap();
+    assert!(has_finalizer(&claim.metadata, CLAIM_AS_SOURCE), "the claim is protected while the snapshot is cut");
+
+    snaps.cut(&content_name, "snap-handle-1", 1 << 30).await;
+    let first = snaps.wait_snapshot("first", "ready", ready).await;
+    let status = first.status.unwrap();
+    assert_eq!(status.restore_size.map(|q| q.0).as_deref(), Some("1Gi"));
+    assert!(status.creation_time.is_some());
+    world.event("first", "SnapshotReady", "is ready to use").await;
+    world.event("first", "SnapshotCreated", "was successfully created").await;
+    eventually("the claim's protection is lifted once the snapshot is ready", TIMEOUT, || async {
+        !has_finalizer(&world.claims().get("data").await.unwrap().metadata, CLAIM_AS_SOURCE)
+    })
+    .await;
+
+    // Two defaults for one driver: an event naming both, and nothing is created.
+    let second_default = snaps.class("default-2", DeletionPolicy::Delete, true).await;
+    let ambiguous = snaps.snapshot_of_claim("ambiguous", "data", None).await;
+    let event = world.event("ambiguous", "SetDefaultSnapshotClassFailed", "2 default snapshot classes").await;
+    let message = event.message.unwrap();
+    assert!(message.contains(&default_class) && message.contains(&second_default), "{message}");
+    assert!(snaps.contents().get_opt(&format!("snapcontent-{}", ambiguous.uid().unwrap())).await.unwrap().is_none());
+    snaps.delete_class(&second_default).await;
+    snaps.snapshots().delete("ambiguous", &DeleteParams::default()).await.unwrap();
+    snaps.gone("ambiguous").await;
+
+    // A class created after its snapshot: an event naming it, then the snapshot goes on once it appears.
+    let later = format!("{}-later", world.ns());
+    snaps.snapshot_of_claim("waiting", "data", Some(&later)).await;
+    world.event("waiting", "GetSnapshotClassFailed", &later).await;
+    snaps.class("later", DeletionPolicy::Retain, false).await;
+    let waiting = snaps.wait_snapshot("waiting", "bound once the class exists", |s| bound_to(s).is_some()).await;
+    let waiting_content = bound_to(&waiting).unwrap();
+    assert_eq!(
+        snaps.contents().get(&waiting_content).await.unwrap().spec.deletion_policy,
+        DeletionPolicy::Retain,
+        "the content takes the class's policy"
+    );
+
+    // A snapshot of a claim that does not exist says so, and the others go on.
+    snaps.snapshot_of_claim("orphan", "no-such-claim", Some(&default_class)).await;
+    world.event("orphan", "SnapshotContentCreationFailed", "cannot get claim from snapshot").await;
+
+    // Pre-provisioned: the content is bound (its UID filled in) and its status carried over.
+    let pre_content = snaps.preprovisioned_content("pre", "pre", "snap-handle-pre").await;
+    snaps.cut(&pre_content, "snap-handle-pre", 4096).await;
+    snaps.snapshot_of_content("pre", &pre_content).await;
+    let pre = snaps.wait_snapshot("pre", "ready", ready).await;
+    assert_eq!(bound_to(&pre).as_deref(), Some(pre_content.as_str()));
+    assert_eq!(pre.status.unwrap().restore_size.map(|q| q.0).as_deref(), Some("4Ki"));
+    let bound = snaps.contents().get(&pre_content).await.unwrap();
+    assert_eq!(bound.spec.volume_snapshot_ref.uid, pre.metadata.uid);
+
+    // Misbound: a content that points at another snapshot is refused and left as it is.
+    let other = snaps.preprovisioned_content("other", "someone-else", "snap-handle-other").await;
+    snaps.snapshot_of_content("misbound", &other).await;
+    world.event("misbound", "SnapshotContentMisbound", &other).await;
+    let untouched = snaps.contents().get(&other).await.unwrap();
+    assert_eq!(untouched.spec.volume_snapshot_ref.name.as_deref(), Some("someone-else"));
+    assert_eq!(untouched.spec.volume_snapshot_ref.uid, None);
+
+    // Retain: the snapshot goes, the content stays, marked for csi-snapshotter.
+    snaps.cut(&waiting_content, "snap-handle-2", 1 << 30).await;
+    snaps.wait_snapshot("waiting", "ready", ready).await;
+    snaps.snapshots().delete("waiting", &DeleteParams::default()).await.unwrap();
+    snaps.gone("waiting").await;
+    let kept = snaps.contents().get(&waiting_content).await.unwrap();
+    assert!(kept.metadata.deletion_timestamp.is_none(), "a Retain content is kept");
+    assert_eq!(kept.annotations().get(BEING_DELETED).map(String::as_str), Some("yes"));
+
+    // Delete: the content is deleted too, and the snapshot waits for it to be gone (csi-snapshotter's part).
+    snaps.snapshots().delete("first", &DeleteParams::default()).await.unwrap();
+    eventually("the content is being deleted", TIMEOUT, || async {
+        let content = snaps.contents().get(&content_name).await.unwrap();
+        content.metadata.deletion_timestamp.is_some() && content.annotations().contains_key(BEING_DELETED)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let first = snaps.snapshots().get("first").await.unwrap();
+    assert!(has_finalizer(&first.metadata, BOUND), "the snapshot waits for its content");
+    assert!(!has_finalizer(&first.metadata, AS_SOURCE));
+    snaps.release_content(&content_name).await;
+    snaps.gone("first").await;
+}

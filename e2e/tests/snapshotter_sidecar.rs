@@ -6,14 +6,13 @@
 //! with it: the driver's snapshots (through csictl on the plugin's socket), the content's status, annotations,
 //! finalizers and events.
 //!
-//! The sidecar runs with the admin kubeconfig (the ServiceAccount harness has not landed yet).
+//! The sidecar runs as a ServiceAccount bound to upstream's csi-snapshotter ClusterRole (e2e/rbac); the tests write
+//! with the admin client.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use csi_sidecars_e2e::{
-    Cluster, Process, Scenario, TestNamespace, binary, eventually, install_snapshot_crds, wait_for,
-};
+use csi_sidecars_e2e::driver_world::DriverWorld;
+use csi_sidecars_e2e::{Cluster, Process, Sidecar, binary, eventually, install_snapshot_crds, wait_for};
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -28,16 +27,13 @@ use snapshot_api::{
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One test's world: a namespace, a plugin under a driver name of its own, the sidecar, and the cluster-scoped
-/// objects the test made (classes, contents), removed when the world is dropped.
+/// One test's world: a namespace, a plugin under a driver name of its own, the sidecar (as a ServiceAccount with
+/// upstream's csi-snapshotter rules), and the cluster-scoped objects the test made (classes, contents), removed when
+/// the world is dropped.
 struct World {
-    client: kube::Client,
-    ns: TestNamespace,
-    scenario: Scenario,
-    driver: String,
-    socket: PathBuf,
-    faults: PathBuf,
-    _plugin: Process,
+    base: DriverWorld,
+    /// The plugin's fault rules (a folder of its own: the plugin starts before the scenario's folder is known).
+    faults_dir: tempfile::TempDir,
     sidecar: Option<Process>,
     /// How many sidecars this world started (each logs to a file of its own).
     starts: usize,
@@ -47,58 +43,41 @@ struct World {
 
 impl World {
     async fn new(prefix: &str) -> World {
-        let client = Cluster::shared().client().await;
-        install_snapshot_crds(&client).await;
-        let ns = TestNamespace::create(&client, prefix).await;
-        let driver = format!("{}.csi.e2e", ns.name());
-        let mut scenario = Scenario::new(&format!("snapshotter-{prefix}"));
-        let faults = scenario.path("faults.json");
-        let driver_flag = format!("--driver-name={driver}");
-        let faults_flag = format!("--fault-config={}", faults.display());
-        let (plugin, socket) = scenario.hostpath_plugin("hostpath-plugin", &[&driver_flag, &faults_flag, "-v=2"]);
-        let mut world = World {
-            client,
-            ns,
-            scenario,
-            driver,
-            socket,
-            faults,
-            _plugin: plugin,
-            sidecar: None,
-            starts: 0,
-            classes: Vec::new(),
-            contents: Vec::new(),
-        };
+        install_snapshot_crds(&Cluster::shared().client().await).await;
+        let faults_dir = tempfile::Builder::new().prefix("e2e-faults-").tempdir().expect("faults dir");
+        let faults_flag = format!("--fault-config={}", faults_dir.path().join("faults.json").display());
+        let base = DriverWorld::start(Sidecar::Snapshotter, prefix, None, &[&faults_flag]).await;
+        let mut world = World { base, faults_dir, sidecar: None, starts: 0, classes: Vec::new(), contents: Vec::new() };
         world.start_sidecar();
         world
     }
 
     fn ns(&self) -> &str {
-        self.ns.name()
+        self.base.ns()
     }
 
     fn start_sidecar(&mut self) {
         let args = vec![
-            format!("--csi-address={}", self.socket.display()),
-            format!("--kubeconfig={}", Cluster::shared().kubeconfig().display()),
+            format!("--csi-address={}", self.base.socket.display()),
+            self.base.identity.kubeconfig_flag(),
             "--retry-interval-start=200ms".to_string(),
             "--retry-interval-max=2s".to_string(),
             "-v=5".to_string(),
         ];
         self.starts += 1;
         let name = format!("csi-snapshotter-{}", self.starts);
-        self.sidecar = Some(self.scenario.start(&name, &binary("csi-snapshotter"), &args));
+        self.sidecar = Some(self.base.scenario.start(&name, &binary("csi-snapshotter"), &args));
     }
 
     fn contents(&self) -> Api<VolumeSnapshotContent> {
-        Api::all(self.client.clone())
+        Api::all(self.base.client.clone())
     }
 
     /// Replaces the plugin's fault rules (atomically, as the plugin's README asks).
     fn set_faults(&self, rules: serde_json::Value) {
-        let draft = self.scenario.path("faults.json.new");
+        let draft = self.faults_dir.path().join("faults.json.new");
         std::fs::write(&draft, rules.to_string()).unwrap();
-        std::fs::rename(&draft, &self.faults).unwrap();
+        std::fs::rename(&draft, self.faults_dir.path().join("faults.json")).unwrap();
     }
 
     /// A VolumeSnapshotClass of this test's driver; returns its name.
@@ -110,12 +89,12 @@ impl World {
             "apiVersion": "snapshot.storage.k8s.io/v1",
             "kind": "VolumeSnapshotClass",
             "metadata": {"name": name},
-            "driver": self.driver,
+            "driver": self.base.driver,
             "deletionPolicy": "Delete",
             "parameters": parameters,
         }))
         .unwrap();
-        Api::<VolumeSnapshotClass>::all(self.client.clone()).create(&PostParams::default(), &class).await.unwrap();
+        Api::<VolumeSnapshotClass>::all(self.base.client.clone()).create(&PostParams::default(), &class).await.unwrap();
         self.classes.push(name.clone());
         name
     }
@@ -144,7 +123,7 @@ impl World {
 
     fn csictl(&self, args: &[&str]) -> serde_json::Value {
         let output = std::process::Command::new(binary("csictl"))
-            .arg(format!("--endpoint=unix://{}", self.socket.display()))
+            .arg(format!("--endpoint=unix://{}", self.base.socket.display()))
             .args(args)
             .args(["-o", "json"])
             .output()
@@ -165,7 +144,7 @@ impl World {
                 volume_snapshot_class_name: class.map(str::to_string),
             },
         );
-        let api: Api<VolumeSnapshot> = Api::namespaced(self.client.clone(), self.ns());
+        let api: Api<VolumeSnapshot> = Api::namespaced(self.base.client.clone(), self.ns());
         let snapshot = api.create(&PostParams::default(), &snapshot).await.unwrap();
         snapshot.metadata.uid.expect("a UID")
     }
@@ -208,7 +187,7 @@ impl World {
                     ..Default::default()
                 },
                 deletion_policy: policy,
-                driver: driver.unwrap_or(&self.driver).to_string(),
+                driver: driver.unwrap_or(&self.base.driver).to_string(),
                 volume_snapshot_class_name: class.map(str::to_string),
                 source,
                 source_volume_mode: None,
@@ -248,7 +227,7 @@ impl World {
 
     /// The events about a content (cluster-scoped: recorded in `default`).
     async fn events_of(&self, content: &str) -> Vec<Event> {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), "default");
+        let api: Api<Event> = Api::namespaced(self.base.client.clone(), "default");
         let params = ListParams::default().fields(&format!("involvedObject.name={content}"));
         api.list(&params).await.map(|l| l.items).unwrap_or_default()
     }
@@ -430,7 +409,7 @@ async fn content_of_another_driver_is_left_alone() {
     let mut world = World::new("snap-other").await;
     let class = world.class("class", &[]).await;
     let volume = world.volume("source");
-    let other_driver = format!("other-{}", world.driver);
+    let other_driver = format!("other-{}", world.base.driver);
     let (foreign, _) =
         world.dynamic_content("foreign", &class, &volume, DeletionPolicy::Delete, Some(&other_driver)).await;
     let (ours, _) = world.dynamic_content("ours", &class, &volume, DeletionPolicy::Delete, None).await;

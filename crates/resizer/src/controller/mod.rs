@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use metrics::ResizerMetrics;
 
+use crate::translate::claim::claim_key;
 use crate::translate::expansion::decide::ExpansionConfig;
 use crate::translate::modification::decide::ModificationConfig;
 use crate::translate::names::EVENT_COMPONENT;
@@ -94,33 +95,21 @@ impl Controller {
         let watches = stores::watches(&shared, self.feeds);
         watches
             .serve(&stop, || async {
-                let resync = tokio::spawn(resync(shared.clone()));
                 let handler_shared = shared.clone();
+                let resync_shared = shared.clone();
+                // Upstream's informer resync: every claim is looked at again every `--resync-period`.
+                let claims = move || resync_shared.stores.claims.state().iter().map(|c| claim_key(c)).collect();
                 shared
                     .queue
-                    .run(shared.options.workers, stop.clone(), move |key| {
-                        let shared = handler_shared.clone();
-                        async move { shared.sync(&key).await }
+                    .run_with_resync(shared.options.workers, stop.clone(), shared.options.resync_period, claims, {
+                        move |key| {
+                            let shared = handler_shared.clone();
+                            async move { shared.sync(&key).await }
+                        }
                     })
                     .await;
-                resync.abort();
             })
             .await;
-    }
-}
-
-/// Upstream's informer resync: every claim is looked at again every `--resync-period`.
-async fn resync(shared: Arc<Shared>) {
-    let period = shared.options.resync_period;
-    if period.is_zero() {
-        return;
-    }
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    loop {
-        ticker.tick().await;
-        for claim in shared.stores.claims.state() {
-            shared.queue.add(crate::translate::claim::claim_key(&claim));
-        }
     }
 }
 

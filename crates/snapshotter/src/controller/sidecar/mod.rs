@@ -80,35 +80,22 @@ impl Controller {
         let watches = stores::watches(&shared, self.feeds);
         watches
             .serve(&stop, || async {
-                let resync = tokio::spawn(resync(shared.clone()));
                 let handler_shared = shared.clone();
+                let resync_shared = shared.clone();
+                // Upstream's informer resync: every content is looked at again every `--resync-period`.
+                let contents =
+                    move || resync_shared.stores.contents.state().iter().map(|c| stores::content_name(c)).collect();
                 shared
                     .queue
-                    .run(shared.options.workers, stop.clone(), move |name| {
-                        let shared = handler_shared.clone();
-                        async move { shared.sync(&name).await }
+                    .run_with_resync(shared.options.workers, stop.clone(), shared.options.resync_period, contents, {
+                        move |name| {
+                            let shared = handler_shared.clone();
+                            async move { shared.sync(&name).await }
+                        }
                     })
                     .await;
-                resync.abort();
             })
             .await;
-    }
-}
-
-/// Upstream's informer resync: every content is looked at again every `--resync-period`. This is what keeps polling
-/// a content whose readiness check failed in a way the queue gave up on, and what retries a content after a restart
-/// of the API server lost an event.
-async fn resync(shared: Arc<Shared>) {
-    let period = shared.options.resync_period;
-    if period.is_zero() {
-        return;
-    }
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    loop {
-        ticker.tick().await;
-        for content in shared.stores.contents.state() {
-            shared.queue.add(stores::content_name(&content));
-        }
     }
 }
 

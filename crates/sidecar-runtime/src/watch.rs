@@ -158,19 +158,6 @@ impl Watches {
     }
 }
 
-/// Upstream's informer resync: `requeue` runs every `period` (never when it is zero) until the future is dropped, so
-/// that every object is looked at again even when nothing changed.
-pub async fn resync(period: std::time::Duration, mut requeue: impl FnMut()) {
-    if period.is_zero() {
-        return;
-    }
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    loop {
-        ticker.tick().await;
-        requeue();
-    }
-}
-
 /// One reflector, applied to the cache, each change passed on after the cache has it.
 async fn reflect<K: Watched>(
     mut writer: Writer<K>,
@@ -231,17 +218,6 @@ mod tests {
         assert_eq!(applied.object().and_then(|m| m.metadata.name.as_deref()), Some("a"));
         assert_eq!(Change::Deleted(&map).object().map(|m| m.metadata.resource_version.as_deref()), Some(Some("1")));
         assert!(Change::<ConfigMap>::Listed.object().is_none());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn resync_requeues_every_period_and_never_when_zero() {
-        let mut count = 0;
-        let period = std::time::Duration::from_secs(60);
-        let _ = tokio::time::timeout(period * 3 + period / 2, resync(period, || count += 1)).await;
-        assert_eq!(count, 3);
-        let mut never = 0;
-        resync(std::time::Duration::ZERO, || never += 1).await;
-        assert_eq!(never, 0);
     }
 
     #[tokio::test]

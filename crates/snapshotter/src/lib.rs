@@ -6,6 +6,7 @@
 //!
 //! - [`translate`]: the pure rules of both (reference: ../shared/reference/external-snapshotter.md §3).
 //! - [`flags`]: the command lines of both (reference §2).
+//! - [`controller`]: the I/O halves: watches, queues, driver calls and writes.
 pub mod controller;
 pub mod flags;
 pub mod translate;

@@ -20,12 +20,12 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use sidecar_runtime::watch;
 use sidecar_runtime::{EventRecorder, Outcome, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 pub use metrics::ResizerMetrics;
 
+use crate::translate::claim::claim_key;
 use crate::translate::expansion::decide::ExpansionConfig;
 use crate::translate::modification::decide::ModificationConfig;
 use crate::translate::names::EVENT_COMPONENT;
@@ -95,28 +95,19 @@ impl Controller {
         let watches = stores::watches(&shared, self.feeds);
         watches
             .serve(&stop, || async {
-                let resync = tokio::spawn({
-                    let shared = shared.clone();
-                    // Upstream's informer resync: every claim is looked at again every `--resync-period`.
-                    async move {
-                        let claims = shared.stores.claims.clone();
-                        watch::resync(shared.options.resync_period, || {
-                            for claim in claims.state() {
-                                shared.queue.add(crate::translate::claim::claim_key(&claim));
-                            }
-                        })
-                        .await
-                    }
-                });
                 let handler_shared = shared.clone();
+                let resync_shared = shared.clone();
+                // Upstream's informer resync: every claim is looked at again every `--resync-period`.
+                let claims = move || resync_shared.stores.claims.state().iter().map(|c| claim_key(c)).collect();
                 shared
                     .queue
-                    .run(shared.options.workers, stop.clone(), move |key| {
-                        let shared = handler_shared.clone();
-                        async move { shared.sync(&key).await }
+                    .run_with_resync(shared.options.workers, stop.clone(), shared.options.resync_period, claims, {
+                        move |key| {
+                            let shared = handler_shared.clone();
+                            async move { shared.sync(&key).await }
+                        }
                     })
                     .await;
-                resync.abort();
             })
             .await;
     }

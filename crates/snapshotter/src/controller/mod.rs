@@ -2,5 +2,7 @@
 //! that carry out what [`crate::translate`] decides.
 //!
 //! - [`common`]: the snapshot-controller.
+//! - [`sidecar`]: csi-snapshotter's content controller.
 
 pub mod common;
+pub mod sidecar;

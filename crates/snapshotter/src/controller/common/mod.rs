@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
-use sidecar_runtime::watch;
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
@@ -76,30 +75,24 @@ impl Controller {
         let watches = stores::watches(&shared, self.feeds);
         watches
             .serve(&stop, || async {
-                let resync = tokio::spawn({
+                let (workers, period) = (shared.options.workers, shared.options.resync_period);
+                // Upstream's informer resync: every snapshot and content is synced again every `--resync-period`.
+                let all_snapshots = {
                     let shared = shared.clone();
-                    // Upstream's informer resync: every snapshot and content is synced again every `--resync-period`.
-                    async move {
-                        watch::resync(shared.options.resync_period, || {
-                            for snapshot in shared.stores.snapshots.state() {
-                                shared.snapshots.add(snapshot_key(&snapshot));
-                            }
-                            for content in shared.stores.contents.state() {
-                                shared.contents.add(content.name_any());
-                            }
-                        })
-                        .await
-                    }
-                });
-                let workers = shared.options.workers;
-                let snapshots = shared.snapshots.run(workers, stop.clone(), {
+                    move || shared.stores.snapshots.state().iter().map(|s| snapshot_key(s)).collect()
+                };
+                let all_contents = {
+                    let shared = shared.clone();
+                    move || shared.stores.contents.state().iter().map(|c| c.name_any()).collect()
+                };
+                let snapshots = shared.snapshots.run_with_resync(workers, stop.clone(), period, all_snapshots, {
                     let shared = shared.clone();
                     move |key| {
                         let shared = shared.clone();
                         async move { snapshot::sync_snapshot(&shared, &key).await }
                     }
                 });
-                let contents = shared.contents.run(workers, stop.clone(), {
+                let contents = shared.contents.run_with_resync(workers, stop.clone(), period, all_contents, {
                     let shared = shared.clone();
                     move |name| {
                         let shared = shared.clone();
@@ -107,7 +100,6 @@ impl Controller {
                     }
                 });
                 tokio::join!(snapshots, contents);
-                resync.abort();
             })
             .await;
     }

@@ -1,0 +1,162 @@
+//! csi-snapshotter's I/O half (reference §3.2): a cache of VolumeSnapshotContents and one of VolumeSnapshotClasses,
+//! one work queue keyed by content name (`csi-snapshotter-content`, upstream's name), `--worker-threads` workers and
+//! a resync every `--resync-period`. What a sync does is decided by [`crate::translate::sidecar`]; [`sync`] carries
+//! it out in the order the rules document.
+//!
+//! Writes go where upstream's ClusterRole allows them: metadata (annotations, finalizers) with a merge patch on the
+//! content, the status with a merge patch on its `status` subresource. Secrets are read live when a call needs one;
+//! their data goes into the CSI request only (whose `Debug` redacts it).
+
+mod stores;
+mod sync;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use csi_client::CsiClient;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use sidecar_runtime::{EventRecorder, PlannedEvent, QueueMetrics, RetryPolicy, WorkQueue};
+use snapshot_api::VolumeSnapshotContent;
+use tokio_util::sync::CancellationToken;
+
+use crate::translate::sidecar::Snapshotter;
+use crate::translate::sidecar::patch::{ContentPatch, ContentStatusPatch};
+use crate::translate::sidecar::secrets::SecretRef;
+use stores::{Feeds, Stores};
+
+/// Upstream's name of the content queue (the `name` label of the `workqueue_*` metrics).
+pub const CONTENT_QUEUE: &str = "csi-snapshotter-content";
+
+/// What the controller does and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The flags and driver facts the rules read.
+    pub snapshotter: Snapshotter,
+    /// `--worker-threads`.
+    pub workers: usize,
+    /// `--retry-interval-start` / `--retry-interval-max`.
+    pub retry: RetryPolicy,
+    /// `--resync-period`; zero turns the resync off.
+    pub resync_period: Duration,
+    /// `--node-deployment`: only the contents labelled with this node.
+    pub node_name: Option<String>,
+}
+
+/// The content controller of one driver.
+pub struct Controller {
+    shared: Arc<Shared>,
+    feeds: Feeds,
+}
+
+pub(crate) struct Shared {
+    client: kube::Client,
+    csi: CsiClient,
+    events: EventRecorder,
+    options: Options,
+    stores: Stores,
+    queue: WorkQueue<String>,
+}
+
+impl Controller {
+    pub fn new(
+        client: kube::Client,
+        csi: CsiClient,
+        events: EventRecorder,
+        options: Options,
+        queue_metrics: Option<&QueueMetrics>,
+    ) -> Controller {
+        let queue = WorkQueue::with_optional_metrics(CONTENT_QUEUE, options.retry, queue_metrics);
+        let (stores, feeds) = Stores::new();
+        let shared = Shared { client, csi, events, options, stores, queue };
+        Controller { shared: Arc::new(shared), feeds }
+    }
+
+    /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    pub async fn run(self, stop: CancellationToken) {
+        let shared = self.shared;
+        let watches = stores::watches(&shared, self.feeds);
+        watches
+            .serve(&stop, || async {
+                let handler_shared = shared.clone();
+                let resync_shared = shared.clone();
+                // Upstream's informer resync: every content is looked at again every `--resync-period`.
+                let contents =
+                    move || resync_shared.stores.contents.state().iter().map(|c| stores::content_name(c)).collect();
+                shared
+                    .queue
+                    .run_with_resync(shared.options.workers, stop.clone(), shared.options.resync_period, contents, {
+                        move |name| {
+                            let shared = handler_shared.clone();
+                            async move { shared.sync(&name).await }
+                        }
+                    })
+                    .await;
+            })
+            .await;
+    }
+}
+
+impl Shared {
+    fn contents(&self) -> Api<VolumeSnapshotContent> {
+        Api::all(self.client.clone())
+    }
+
+    /// Writes `patch` to the content's metadata; returns the content as stored.
+    async fn patch_content(
+        &self,
+        content: &VolumeSnapshotContent,
+        patch: &ContentPatch,
+    ) -> Result<VolumeSnapshotContent, kube::Error> {
+        let name = stores::content_name(content);
+        self.contents().patch(&name, &PatchParams::default(), &Patch::Merge(patch.merge_patch())).await
+    }
+
+    /// Writes `patch` through the content's `status` subresource; returns the content as stored.
+    async fn patch_status(
+        &self,
+        content: &VolumeSnapshotContent,
+        patch: &ContentStatusPatch,
+    ) -> Result<VolumeSnapshotContent, kube::Error> {
+        let name = stores::content_name(content);
+        self.contents().patch_status(&name, &PatchParams::default(), &Patch::Merge(patch.merge_patch())).await
+    }
+
+    async fn publish(&self, content: &VolumeSnapshotContent, event: &PlannedEvent) {
+        self.events.record(content, event).await;
+    }
+
+    /// The data of the referenced Secret, read live (as upstream: no Secret cache, so the sidecar needs `get` on
+    /// Secrets only when a class names one). The error names the Secret, never its data.
+    async fn secret_data(&self, reference: Option<&SecretRef>) -> Result<HashMap<String, String>, String> {
+        let Some(reference) = reference else { return Ok(HashMap::new()) };
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &reference.namespace);
+        let secret = api.get(&reference.name).await.map_err(|e| {
+            format!("error getting secret {} in namespace {}: {}", reference.name, reference.namespace, api_text(&e))
+        })?;
+        Ok(secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned()))
+            .collect())
+    }
+}
+
+/// The API server's message for an API error, else the error.
+fn api_text(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
+fn is_not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}

@@ -1,0 +1,84 @@
+//! The watch caches and which change queues which content (reference §3.2, first paragraph). The update filter is
+//! [`crate::translate::sidecar::filter::update_needs_sync`]; which contents are ours is decided at sync time, with
+//! the class as cached then.
+
+use std::sync::Arc;
+
+use kube::Api;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
+use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
+
+use super::Shared;
+use crate::translate::sidecar::filter::{node_label_selector, update_needs_sync};
+
+/// Read-only views of the caches.
+pub struct Stores {
+    pub contents: Store<VolumeSnapshotContent>,
+    pub classes: Store<VolumeSnapshotClass>,
+}
+
+/// The writing halves of the caches, until the watches start.
+pub struct Feeds {
+    contents: CacheFeed<VolumeSnapshotContent>,
+    classes: CacheFeed<VolumeSnapshotClass>,
+}
+
+impl Stores {
+    pub fn new() -> (Stores, Feeds) {
+        let (contents, contents_feed) = watch::cache();
+        let (classes, classes_feed) = watch::cache();
+        (Stores { contents, classes }, Feeds { contents: contents_feed, classes: classes_feed })
+    }
+
+    pub fn content(&self, name: &str) -> Option<Arc<VolumeSnapshotContent>> {
+        self.contents.get(&ObjectRef::new(name))
+    }
+
+    pub fn class(&self, name: &str) -> Option<Arc<VolumeSnapshotClass>> {
+        self.classes.get(&ObjectRef::new(name))
+    }
+}
+
+/// The queue key of a content: its name (contents are cluster-scoped).
+pub fn content_name(content: &VolumeSnapshotContent) -> String {
+    content.metadata.name.clone().unwrap_or_default()
+}
+
+/// The watches feeding the caches and the queue.
+pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
+    let client = shared.client.clone();
+    let mut watches = Watches::default();
+
+    let contents_config = match &shared.options.node_name {
+        Some(node) => watcher::Config::default().labels(&node_label_selector(node)),
+        None => watcher::Config::default(),
+    };
+    let s = shared.clone();
+    watches.watch_with(feeds.contents, Api::all(client.clone()), contents_config, move |change| match change {
+        Change::Applied { old, object: content, .. } => {
+            if old.is_none_or(|old| update_needs_sync(&old, content)) {
+                s.queue.add(content_name(content));
+            }
+        }
+        Change::Deleted(content) => s.queue.forget(&content_name(content)),
+        Change::Listed => {}
+    });
+
+    let s = shared.clone();
+    watches.watch(feeds.classes, Api::all(client), move |change| {
+        // A content whose class was not cached yet (its create failed with "not found") goes on when it appears.
+        if let Change::Applied { object: class, listed: false, .. } = change {
+            let name = class.metadata.name.as_deref().unwrap_or_default();
+            for content in s.stores.contents.state() {
+                let waiting = content.spec.volume_snapshot_class_name.as_deref() == Some(name)
+                    && content.status.as_ref().and_then(|s| s.ready_to_use) != Some(true);
+                if waiting {
+                    s.queue.add(content_name(&content));
+                }
+            }
+        }
+    });
+    watches
+}

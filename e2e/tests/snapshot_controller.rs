@@ -1,9 +1,9 @@
 //! snapshot-controller against the real control plane, with the generated snapshot CRDs, the hostpath plugin and a
 //! csi-provisioner for the claims being snapshotted.
 //!
-//! The snapshot-controller watches every namespace, so this binary runs one controller and one test that walks
-//! through the stories in order (tests in parallel would each see the others' snapshots). Where csi-snapshotter
-//! would cut the snapshot, the test writes the content's status by hand, as the sidecar would.
+//! The snapshot-controller watches every namespace, so the tests of this binary take turns ([`SERIAL`]): two
+//! controllers at once would each act on the other test's snapshots. The first test writes the content's status by
+//! hand where csi-snapshotter would; the second runs csi-snapshotter too, and restores through csi-provisioner.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -165,13 +165,12 @@ fn bound_to(snapshot: &VolumeSnapshot) -> Option<String> {
     snapshot.status.as_ref()?.bound_volume_snapshot_content_name.clone()
 }
 
-#[tokio::test]
-async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
-    install_snapshot_crds(&Cluster::shared().client().await).await;
-    let mut world = World::new("snapctl", &[]).await;
-    let storage_class = world.class("data", &[], "Delete").await;
-    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
-    // Upstream's snapshot-controller ClusterRole, through a ServiceAccount token (dropped after the process).
+/// One snapshot-controller at a time in the cluster.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Starts snapshot-controller as a ServiceAccount with upstream's rules. The process comes first so that it stops
+/// before the identity's bindings go (a tuple drops its fields in order).
+async fn start_controller(world: &mut World) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
     let identity =
         SidecarIdentity::create(&world.client, world.ns(), Sidecar::SnapshotController, world.scenario.dir()).await;
     let args = vec![
@@ -180,7 +179,18 @@ async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
         "--retry-interval-max=2s".to_string(),
         "-v=5".to_string(),
     ];
-    let _controller = world.scenario.start("snapshot-controller", &binary("snapshot-controller"), &args);
+    let process = world.scenario.start("snapshot-controller", &binary("snapshot-controller"), &args);
+    (process, identity)
+}
+
+#[tokio::test]
+async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
+    let _turn = SERIAL.lock().await;
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let mut world = World::new("snapctl", &[]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    let _controller = start_controller(&mut world).await;
     let mut snaps = Snapshots { world: &world, classes: Vec::new() };
     world.claim("data", &storage_class, None, "ReadWriteOnce").await;
     let volume = world.bound("data").await;
@@ -298,4 +308,136 @@ async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
     assert!(!has_finalizer(&first.metadata, AS_SOURCE));
     snaps.release_content(&content_name).await;
     snaps.gone("first").await;
+}
+
+/// csi-snapshotter beside the test's plugin, as a ServiceAccount with upstream's rules (process first, as above).
+async fn start_snapshotter(world: &mut World) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
+    let identity = SidecarIdentity::create(&world.client, world.ns(), Sidecar::Snapshotter, world.scenario.dir()).await;
+    let args = vec![
+        format!("--csi-address={}", world.socket.display()),
+        identity.kubeconfig_flag(),
+        "--retry-interval-start=200ms".to_string(),
+        "--retry-interval-max=2s".to_string(),
+        "-v=5".to_string(),
+    ];
+    let process = world.scenario.start("csi-snapshotter", &binary("csi-snapshotter"), &args);
+    (process, identity)
+}
+
+fn restore_claim(
+    name: &str,
+    class: &str,
+    snapshot: &str,
+    mode: Option<&str>,
+) -> k8s_openapi::api::core::v1::PersistentVolumeClaim {
+    let mut restored = csi_sidecars_e2e::provisioner_world::claim(name, class, mode, "ReadWriteOnce");
+    restored.spec.as_mut().unwrap().data_source = Some(k8s_openapi::api::core::v1::TypedLocalObjectReference {
+        api_group: Some("snapshot.storage.k8s.io".into()),
+        kind: "VolumeSnapshot".into(),
+        name: snapshot.into(),
+    });
+    restored
+}
+
+/// csictl against the test's plugin, JSON out.
+fn csictl(world: &World, args: &[&str]) -> serde_json::Value {
+    let output = std::process::Command::new(binary("csictl"))
+        .arg(format!("--endpoint=unix://{}", world.socket.display()))
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .expect("run csictl");
+    assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("csictl json")
+}
+
+/// The plugin's snapshots.
+fn plugin_snapshots(world: &World) -> Vec<serde_json::Value> {
+    csictl(world, &["list-snapshots"]).as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn snapshots_are_cut_restored_and_deleted_with_csi_snapshotter() {
+    let _turn = SERIAL.lock().await;
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = World::new("snapstory", &[fault_flag.as_str()]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    let _controller = start_controller(&mut world).await;
+    let _snapshotter = start_snapshotter(&mut world).await;
+    let mut snaps = Snapshots { world: &world, classes: Vec::new() };
+    snaps.class("default", DeletionPolicy::Delete, true).await;
+    world.claim("fs", &storage_class, None, "ReadWriteOnce").await;
+    world.claim("blk", &storage_class, Some("Block"), "ReadWriteOnce").await;
+    let fs_pv = world.bound("fs").await;
+    world.bound("blk").await;
+
+    // Cut by the driver: ready, with the driver's handle and size, under upstream's names.
+    let fs = snaps.snapshot_of_claim("snap-fs", "fs", None).await;
+    snaps.snapshot_of_claim("snap-blk", "blk", None).await;
+    let snap_fs = snaps.wait_snapshot("snap-fs", "ready", ready).await;
+    snaps.wait_snapshot("snap-blk", "ready", ready).await;
+    assert_eq!(bound_to(&snap_fs), Some(format!("snapcontent-{}", fs.uid().unwrap())));
+    assert!(snap_fs.status.as_ref().unwrap().restore_size.is_some());
+    let fs_content = snaps.contents().get(&bound_to(&snap_fs).unwrap()).await.unwrap();
+    let fs_handle = fs_content.status.unwrap().snapshot_handle.expect("the driver's snapshot id");
+    // CreateSnapshot is idempotent by name: asking again under `snapshot-<uid>` gives the same snapshot.
+    let fs_volume = world.volumes().get(&fs_pv).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
+    let again = csictl(
+        &world,
+        &["create-snapshot", &format!("snapshot-{}", fs.uid().unwrap()), "--source-volume-id", &fs_volume],
+    );
+    assert_eq!(again["snapshot_id"], fs_handle.as_str(), "CreateSnapshot was named snapshot-<VolumeSnapshot UID>");
+
+    // Restored by the provisioner, filesystem and block, from the driver's snapshot.
+    world.claim_object(restore_claim("fs-restored", &storage_class, "snap-fs", None)).await;
+    world.claim_object(restore_claim("blk-restored", &storage_class, "snap-blk", Some("Block"))).await;
+    let restored = world.bound("fs-restored").await;
+    world.bound("blk-restored").await;
+    let restored_handle = world.volumes().get(&restored).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
+    let rows = csi_sidecars_e2e::provisioner_world::plugin_volume_rows(&world.socket);
+    let row = rows.iter().find(|r| r["volume_id"] == restored_handle.as_str()).expect("the restored volume");
+    assert_eq!(row["content_source"]["snapshot_id"], fs_handle.as_str(), "restored from the cut snapshot");
+
+    // A block snapshot restored as a filesystem is refused (the content records the source's mode).
+    world.claim_object(restore_claim("converted", &storage_class, "snap-blk", Some("Filesystem"))).await;
+    world.event("converted", "ProvisioningFailed", "allow-volume-mode-change").await;
+
+    // Deleting a snapshot a pending claim restores from waits; once the claim goes, the storage snapshot goes too.
+    snaps.snapshots().delete("snap-blk", &DeleteParams::default()).await.unwrap();
+    world.event("snap-blk", "SnapshotDeletePending", "being used to restore a PVC").await;
+    assert!(snaps.snapshots().get_opt("snap-blk").await.unwrap().is_some());
+    let before = plugin_snapshots(&world).len();
+    world.claims().delete("converted", &DeleteParams::default()).await.unwrap();
+    snaps.gone("snap-blk").await;
+    eventually("DeleteSnapshot removed the storage snapshot", TIMEOUT, || async {
+        plugin_snapshots(&world).len() == before - 1
+    })
+    .await;
+
+    // The source claim deleted while its snapshot is being cut stays until the cut is done.
+    std::fs::write(faults.path(), r#"{"CreateSnapshot": {"latency_ms": 3000}}"#).unwrap();
+    snaps.snapshot_of_claim("snap-slow", "fs", None).await;
+    eventually("the source claim is protected", TIMEOUT, || async {
+        has_finalizer(&world.claims().get("fs").await.unwrap().metadata, CLAIM_AS_SOURCE)
+    })
+    .await;
+    world.claims().delete("fs", &DeleteParams::default()).await.unwrap();
+    let claim = world.claims().get("fs").await.unwrap();
+    assert!(claim.metadata.deletion_timestamp.is_some() && has_finalizer(&claim.metadata, CLAIM_AS_SOURCE));
+    snaps.wait_snapshot("snap-slow", "ready despite its claim going", ready).await;
+    std::fs::write(faults.path(), "{}").unwrap();
+    eventually("the claim goes once the snapshot is cut", TIMEOUT, || async {
+        matches!(world.claims().get_opt("fs").await, Ok(None))
+    })
+    .await;
+
+    // A snapshot of a claim that is not bound says so, and the others are unaffected.
+    let unbound = format!("{}-nobody", world.ns());
+    world.claim("waiting", &unbound, None, "ReadWriteOnce").await;
+    snaps.snapshot_of_claim("snap-unbound", "waiting", None).await;
+    world.event("snap-unbound", "SetDefaultSnapshotClassFailed", "not yet bound to a PV").await;
+    assert!(ready(&snaps.snapshots().get("snap-fs").await.unwrap()));
 }

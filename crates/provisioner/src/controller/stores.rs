@@ -11,8 +11,11 @@ use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
 use super::{ClaimKey, Shared};
 use crate::translate::claim_filter::claim_class_name;
 use crate::translate::clone_source::has_clone_protection;
-use crate::translate::data_source::claim_data_source;
-use crate::translate::names::{ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER, KIND_PERSISTENT_VOLUME_CLAIM};
+use crate::translate::data_source::{DataSource, claim_data_source};
+use crate::translate::names::{
+    ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER, KIND_PERSISTENT_VOLUME_CLAIM, KIND_VOLUME_SNAPSHOT,
+    SNAPSHOT_API_GROUP,
+};
 
 /// Read-only views of the caches.
 pub struct Stores {
@@ -127,6 +130,12 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
             if let Some(source) = clone_source_key(&s, claim) {
                 s.claims.add(source);
             }
+            // The last pending restore from a snapshot may have gone: its source protection may come off now
+            // rather than at the next orphan sweep.
+            if let Some(source) = snapshot_source(claim) {
+                let (s, claim) = (s.clone(), claim.clone());
+                tokio::spawn(async move { s.release_snapshot(&claim, &source).await });
+            }
         }
         Change::Listed => {}
     });
@@ -194,6 +203,12 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
         });
     }
     watches
+}
+
+/// The VolumeSnapshot `claim` restores from, if any.
+fn snapshot_source(claim: &PersistentVolumeClaim) -> Option<DataSource> {
+    let source = claim_data_source(claim, true).ok()??;
+    (source.kind == KIND_VOLUME_SNAPSHOT && source.api_group == SNAPSHOT_API_GROUP).then_some(source)
 }
 
 fn bound_claim_key(volume: &PersistentVolume) -> Option<ClaimKey> {

@@ -1,0 +1,75 @@
+//! Switching back to upstream's csi-provisioner image: the documented step (README, "Switching back to upstream")
+//! clears the provisioning-protection finalizer, which only our provisioner adds and removes, from claims that were
+//! in flight when ours stopped, so that none is left undeletable.
+
+use csi_sidecars_e2e::eventually;
+use csi_sidecars_e2e::provisioner_world::{PROVISIONING_FINALIZER, ProvisionerWorld as World, TIMEOUT, has_finalizer};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, PostParams};
+
+/// The README's step, through the API: every claim that still carries the finalizer is written back without it
+/// (an update, as `kubectl replace` does). Returns the claims it cleared.
+async fn clear_leftover_finalizers(claims: &Api<PersistentVolumeClaim>) -> Vec<String> {
+    let mut cleared = Vec::new();
+    for mut claim in claims.list(&ListParams::default()).await.unwrap().items {
+        let Some(finalizers) = claim.metadata.finalizers.as_mut() else { continue };
+        let before = finalizers.len();
+        finalizers.retain(|f| f != PROVISIONING_FINALIZER);
+        if finalizers.len() == before {
+            continue;
+        }
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        claims.replace(&name, &PostParams::default(), &claim).await.unwrap();
+        cleared.push(name);
+    }
+    cleared
+}
+
+#[tokio::test]
+async fn a_claim_in_flight_when_our_provisioner_stops_can_be_deleted_after_the_documented_step() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    // The volume is created at once but the answer comes late: the provisioner stops with the claim in flight.
+    std::fs::write(faults.path(), r#"{"CreateVolume": {"after_work": true, "latency_ms": 5000}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = World::new("switch-back", &[fault_flag.as_str()]).await;
+    let class = world.class("switch", &[], "Delete").await;
+    let mut provisioner = world.start_provisioner("csi-provisioner", &[]);
+    world.claim("in-flight", &class, None, "ReadWriteOnce").await;
+    eventually("the claim is in flight", TIMEOUT, || async {
+        let claim = world.claims().get("in-flight").await.unwrap();
+        has_finalizer(&claim.metadata, PROVISIONING_FINALIZER) && world.plugin_volumes().len() == 1
+    })
+    .await;
+    provisioner.kill9();
+
+    // Upstream's provisioner does not know the finalizer: without the step, a deleted claim stays Terminating.
+    world.claims().delete("in-flight", &DeleteParams::default()).await.unwrap();
+    let stuck = world.claims().get("in-flight").await.unwrap();
+    assert!(stuck.metadata.deletion_timestamp.is_some() && has_finalizer(&stuck.metadata, PROVISIONING_FINALIZER));
+
+    assert_eq!(clear_leftover_finalizers(&world.claims()).await, ["in-flight"]);
+    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("in-flight").await.unwrap().is_none() })
+        .await;
+    // The step's second half: the volume the driver made for the deleted claim is named `pvc-<claim UID>`, and is
+    // deleted by hand (ours would have deleted it; upstream's cannot know). CreateVolume is idempotent by name, so
+    // asking under that name finds it.
+    let leftover = world.plugin_volumes();
+    assert_eq!(leftover.len(), 1, "the in-flight volume is what the README tells to look for");
+    let name = format!("pvc-{}", stuck.metadata.uid.unwrap());
+    let found = csictl(&world, &["create-volume", &name, "--size", "1Mi"]);
+    assert_eq!(found["volume_id"].as_str(), Some(leftover[0].as_str()), "the leftover volume is {name}");
+    csictl(&world, &["delete-volume", &leftover[0]]);
+    world.no_plugin_volumes_left().await;
+}
+
+fn csictl(world: &World, args: &[&str]) -> serde_json::Value {
+    let output = std::process::Command::new(csi_sidecars_e2e::binary("csictl"))
+        .arg(format!("--endpoint=unix://{}", world.socket.display()))
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .expect("run csictl");
+    assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null)
+}

@@ -63,6 +63,18 @@ impl Snapshots<'_> {
         name
     }
 
+    /// A Delete class of the test's driver with `parameters`.
+    async fn class_with(&mut self, suffix: &str, parameters: &[(&str, &str)]) -> String {
+        let name = self.class(suffix, DeletionPolicy::Delete, false).await;
+        let parameters: BTreeMap<&str, &str> = parameters.iter().copied().collect();
+        let patch = json!({"parameters": parameters});
+        Api::<VolumeSnapshotClass>::all(self.world.client.clone())
+            .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .unwrap();
+        name
+    }
+
     async fn delete_class(&mut self, name: &str) {
         let _ = Api::<VolumeSnapshotClass>::all(self.world.client.clone()).delete(name, &DeleteParams::default()).await;
         self.classes.retain(|c| c != name);
@@ -440,4 +452,29 @@ async fn snapshots_are_cut_restored_and_deleted_with_csi_snapshotter() {
     snaps.snapshot_of_claim("snap-unbound", "waiting", None).await;
     world.event("snap-unbound", "SetDefaultSnapshotClassFailed", "not yet bound to a PV").await;
     assert!(ready(&snaps.snapshots().get("snap-fs").await.unwrap()));
+
+    // A class naming a Secret that does not exist: the snapshot says which, and is cut once the Secret is there.
+    let secret_class = snaps
+        .class_with(
+            "secret",
+            &[
+                ("csi.storage.k8s.io/snapshotter-secret-name", "snap-creds"),
+                ("csi.storage.k8s.io/snapshotter-secret-namespace", "${volumesnapshot.namespace}"),
+            ],
+        )
+        .await;
+    snaps.snapshot_of_claim("snap-secret", "blk", Some(&secret_class)).await;
+    let waiting = snaps
+        .wait_snapshot("snap-secret", "an error naming the Secret", |s| {
+            let message = s.status.as_ref().and_then(|s| s.error.as_ref()).and_then(|e| e.message.clone());
+            message.is_some_and(|m| m.contains("error getting secret snap-creds"))
+        })
+        .await;
+    assert!(!ready(&waiting));
+    world.secret("snap-creds", "token", "s3cr3t-value").await;
+    snaps.wait_snapshot("snap-secret", "ready once the Secret exists", ready).await;
+    for process in ["csi-snapshotter", "snapshot-controller"] {
+        let log = std::fs::read_to_string(world.scenario.path(&format!("{process}.log"))).unwrap();
+        assert!(!log.contains("s3cr3t-value"), "{process} logged a secret value");
+    }
 }

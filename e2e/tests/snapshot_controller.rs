@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, has_finalizer};
-use csi_sidecars_e2e::{Cluster, Sidecar, SidecarIdentity, binary, eventually, install_snapshot_crds, wait_for};
+use csi_sidecars_e2e::{
+    Cluster, Sidecar, SidecarIdentity, binary, eventually, free_port, http_get, install_snapshot_crds, wait_for,
+};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -182,11 +184,12 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Starts snapshot-controller as a ServiceAccount with upstream's rules. The process comes first so that it stops
 /// before the identity's bindings go (a tuple drops its fields in order).
-async fn start_controller(world: &mut World) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
+async fn start_controller(world: &mut World, metrics_port: u16) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
     let identity =
         SidecarIdentity::create(&world.client, world.ns(), Sidecar::SnapshotController, world.scenario.dir()).await;
     let args = vec![
         identity.kubeconfig_flag(),
+        format!("--http-endpoint=127.0.0.1:{metrics_port}"),
         "--retry-interval-start=200ms".to_string(),
         "--retry-interval-max=2s".to_string(),
         "-v=5".to_string(),
@@ -202,7 +205,8 @@ async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
     let mut world = World::new("snapctl", &[]).await;
     let storage_class = world.class("data", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
-    let _controller = start_controller(&mut world).await;
+    let metrics_port = free_port();
+    let _controller = start_controller(&mut world, metrics_port).await;
     let mut snaps = Snapshots { world: &world, classes: Vec::new() };
     world.claim("data", &storage_class, None, "ReadWriteOnce").await;
     let volume = world.bound("data").await;
@@ -320,6 +324,17 @@ async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
     assert!(!has_finalizer(&first.metadata, AS_SOURCE));
     snaps.release_content(&content_name).await;
     snaps.gone("first").await;
+
+    // Upstream's operation metrics: the creation and readiness of "first", its deletion, each timed once.
+    let metrics = http_get(metrics_port, "/metrics").await;
+    for operation in ["CreateSnapshot", "CreateSnapshotAndReady", "DeleteSnapshot"] {
+        let series = format!(
+            "snapshot_controller_operation_total_seconds_count{{driver_name=\"{}\",operation_name=\"{operation}\",operation_status=\"success\",snapshot_type=\"dynamic\"}}",
+            world.driver
+        );
+        assert!(metrics.lines().any(|l| l.starts_with(&series)), "{series} in\n{metrics}");
+    }
+    assert!(metrics.contains("snapshot_controller_operations_in_flight"), "{metrics}");
 }
 
 /// csi-snapshotter beside the test's plugin, as a ServiceAccount with upstream's rules (process first, as above).
@@ -377,7 +392,7 @@ async fn snapshots_are_cut_restored_and_deleted_with_csi_snapshotter() {
     let mut world = World::new("snapstory", &[fault_flag.as_str()]).await;
     let storage_class = world.class("data", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
-    let _controller = start_controller(&mut world).await;
+    let _controller = start_controller(&mut world, free_port()).await;
     let _snapshotter = start_snapshotter(&mut world).await;
     let mut snaps = Snapshots { world: &world, classes: Vec::new() };
     snaps.class("default", DeletionPolicy::Delete, true).await;

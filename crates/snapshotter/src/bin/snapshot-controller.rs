@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
 use snapshotter::controller::common::crds::wait_for_crds;
+use snapshotter::controller::common::metrics::SnapshotMetrics;
 use snapshotter::controller::common::{Controller, EVENT_COMPONENT, LEASE_NAME, Options};
 use snapshotter::flags::controller::Args;
 use snapshotter::translate::common::dynamic_content::ContentOptions;
@@ -36,7 +37,8 @@ async fn main() -> anyhow::Result<()> {
     };
     let queue_metrics = QueueMetrics::register(sidecar.registry());
     let events = sidecar.events(EVENT_COMPONENT);
-    let controller = Controller::new(sidecar.client(), events, options, Some(&queue_metrics));
+    let metrics = SnapshotMetrics::register(sidecar.registry());
+    let controller = Controller::new(sidecar.client(), events, options, Some(&queue_metrics), metrics);
     if let Some(address) = sidecar.serve_http().await? {
         tracing::info!(%address, "serving metrics and health checks");
     }

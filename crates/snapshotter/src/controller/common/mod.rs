@@ -4,11 +4,13 @@
 //!
 //! - [`snapshot`]: the snapshot worker, in the order the translate module documents.
 //! - [`content`]: the content worker.
+//! - [`metrics`]: how long snapshots take to be cut, made ready and deleted.
 //! - [`writes`]: how each write value reaches the API server (merge patches on snapshots and contents, the status
 //!   subresource, guarded updates of claims: the verbs upstream's ClusterRole grants).
 
 mod content;
 pub mod crds;
+pub mod metrics;
 mod snapshot;
 mod stores;
 mod writes;
@@ -22,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::translate::common::dynamic_content::ContentOptions;
 use crate::translate::common::names::snapshot_key;
+use metrics::SnapshotMetrics;
 use stores::{Feeds, Stores};
 
 /// The events' source component, as upstream's.
@@ -53,6 +56,7 @@ pub(crate) struct Shared {
     stores: Stores,
     snapshots: WorkQueue<String>,
     contents: WorkQueue<String>,
+    metrics: SnapshotMetrics,
 }
 
 impl Controller {
@@ -61,11 +65,12 @@ impl Controller {
         events: EventRecorder,
         options: Options,
         queue_metrics: Option<&QueueMetrics>,
+        metrics: SnapshotMetrics,
     ) -> Controller {
         let (stores, feeds) = Stores::new();
         let snapshots = WorkQueue::with_optional_metrics("snapshot-controller-snapshot", options.retry, queue_metrics);
         let contents = WorkQueue::with_optional_metrics("snapshot-controller-content", options.retry, queue_metrics);
-        let shared = Shared { client, events, options, stores, snapshots, contents };
+        let shared = Shared { client, events, options, stores, snapshots, contents, metrics };
         Controller { shared: Arc::new(shared), feeds }
     }
 

@@ -10,6 +10,7 @@ use sidecar_runtime::Outcome;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
+use super::metrics::{CREATE_SNAPSHOT, CREATE_SNAPSHOT_AND_READY, DELETE_SNAPSHOT, DYNAMIC, PRE_PROVISIONED};
 use super::writes::{Retry, api_error_text};
 use crate::translate::common::binding::{
     bind_patch, content_missing, dynamic_content, expected_content_name, preprovisioned_content, ready_snapshot_check,
@@ -23,12 +24,17 @@ use crate::translate::common::finalizers::{
     claim_finalizer_before_create, claim_finalizer_removal, claim_finalizer_removal_failed, snapshot_finalizer_failed,
     snapshot_finalizers,
 };
-use crate::translate::common::names::{bound_content_name, is_ready, not_found_text, snapshot_key};
+use crate::translate::common::names::{bound_content_name, is_created, is_ready, not_found_text, snapshot_key};
 use crate::translate::common::source_volume::{
     SourceVolumeError, csi_source, source_claim_name, verify_binding, volume_to_read,
 };
 use crate::translate::common::status::snapshot_status;
 use crate::translate::common::validation::{SnapshotSource, snapshot_source};
+
+/// The `snapshot_type` label: dynamic (of a claim) or pre-provisioned (of a content).
+fn snapshot_type(snapshot: &VolumeSnapshot) -> &'static str {
+    if snapshot.spec.source.persistent_volume_claim_name.is_some() { DYNAMIC } else { PRE_PROVISIONED }
+}
 
 /// One run of a snapshot key.
 pub(super) async fn sync_snapshot(shared: &Shared, key: &str) -> Outcome {
@@ -44,6 +50,7 @@ pub(super) async fn sync_snapshot(shared: &Shared, key: &str) -> Outcome {
 
 async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry> {
     let namespace = snapshot.namespace().unwrap_or_default();
+    let uid = snapshot.uid().unwrap_or_default();
     // 1. A claim no snapshot is being cut from any more loses its protection.
     if let Some(claim_name) = &snapshot.spec.source.persistent_volume_claim_name
         && let Some(claim) = shared.stores.claim(&namespace, claim_name)
@@ -63,6 +70,8 @@ async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry
 
     // 3. Being deleted.
     if snapshot.metadata.deletion_timestamp.is_some() {
+        let driver = class.as_ref().map(|c| c.spec.driver.clone()).unwrap_or_default();
+        shared.metrics.start(DELETE_SNAPSHOT, &uid, &driver, snapshot_type(&snapshot));
         return delete(shared, &snapshot).await;
     }
 
@@ -81,6 +90,13 @@ async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry
         Ok(content) => content.cloned(),
         Err(failure) => return shared.fail(&snapshot, failure).await,
     };
+    if !is_created(&snapshot) || !is_ready(&snapshot) {
+        let driver =
+            class.as_ref().map(|c| c.spec.driver.as_str()).or(content.as_ref().map(|c| c.spec.driver.as_str()));
+        for operation in [CREATE_SNAPSHOT, CREATE_SNAPSHOT_AND_READY] {
+            shared.metrics.start(operation, &uid, driver.unwrap_or_default(), snapshot_type(&snapshot));
+        }
+    }
     if let Some(patch) = snapshot_finalizers(&snapshot, content.as_ref()) {
         match shared.patch_snapshot(&snapshot, &patch).await {
             Ok(stored) => snapshot = stored,
@@ -230,6 +246,13 @@ async fn update_status(
     let update = snapshot_status(snapshot, content, None);
     if let Some(write) = &update.write {
         let stored = shared.write_status(snapshot, write).await?;
+        let uid = stored.uid().unwrap_or_default();
+        if is_created(&stored) {
+            shared.metrics.succeeded(CREATE_SNAPSHOT, &uid);
+        }
+        if is_ready(&stored) {
+            shared.metrics.succeeded(CREATE_SNAPSHOT_AND_READY, &uid);
+        }
         for event in &update.events {
             shared.record(&stored, event).await;
         }

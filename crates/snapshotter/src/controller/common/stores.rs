@@ -78,7 +78,10 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let s = shared.clone();
     watches.watch(feeds.snapshots, Api::all(client.clone()), move |change| match change {
         Change::Applied { object, .. } => s.snapshots.add(snapshot_key(object)),
-        Change::Deleted(object) => s.snapshots.forget(&snapshot_key(object)),
+        Change::Deleted(object) => {
+            s.snapshots.forget(&snapshot_key(object));
+            s.metrics.snapshot_gone(&object.uid().unwrap_or_default());
+        }
         Change::Listed => {}
     });
 

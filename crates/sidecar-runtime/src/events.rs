@@ -10,18 +10,26 @@
 //! Event's `count` and `lastTimestamp` instead of creating another. client-go's
 //! further aggregation of *similar* messages and its spam filter are not
 //! reproduced; the sidecars emit far fewer events than that guards against.
+//!
+//! As client-go's broadcaster, the recorder never makes its caller wait for the API server: events go into a queue
+//! of [`QUEUE_CAPACITY`] that one background task sends in order (through the same rate-limited client), so a
+//! worker's CSI calls and writes are not held up behind its events. When the queue is full, further events are
+//! dropped with a log line, as client-go drops them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
+use tokio::sync::mpsc;
 
 /// client-go keeps this many distinct events in its correlation cache.
 const CACHE_CAPACITY: usize = 4096;
+/// client-go's broadcaster queue length.
+pub const QUEUE_CAPACITY: usize = 1000;
 
 /// `Normal` or `Warning`, the two core/v1 event types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,12 +67,22 @@ impl PlannedEvent {
     }
 }
 
-/// Publishes Events from one component. Clones share the correlation cache.
+/// Publishes Events from one component. Clones share the correlation cache and the send queue.
 #[derive(Clone)]
 pub struct EventRecorder {
     client: kube::Client,
     source: EventSource,
     sent: Arc<Mutex<SentEvents>>,
+    /// The background sender's queue, started by the first event (a recorder may be built outside a runtime).
+    queue: Arc<OnceLock<mpsc::Sender<Pending>>>,
+}
+
+/// An event waiting in the queue.
+struct Pending {
+    object: ObjectReference,
+    event_type: EventType,
+    reason: String,
+    message: String,
 }
 
 /// What makes two events "the same" for folding.
@@ -117,6 +135,7 @@ impl EventRecorder {
             client,
             source: EventSource { component: Some(component.into()), host: (!host.is_empty()).then_some(host) },
             sent: Arc::default(),
+            queue: Arc::default(),
         }
     }
 
@@ -129,15 +148,38 @@ impl EventRecorder {
         self.publish(&object_reference(object), event.event_type, event.reason, &event.message).await;
     }
 
-    /// Records an event about `object`. Like client-go, never fails the caller:
-    /// an event the API server refuses is logged and dropped.
+    /// Records an event about `object`: queued for the background sender, so this never waits for the API server.
+    /// Like client-go, never fails the caller: an event the API server refuses is logged and dropped, and so is one
+    /// that finds the queue full.
     pub async fn publish(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) {
-        if let Err(err) = self.try_publish(object, event_type, reason, message).await {
-            tracing::warn!(
-                error = %err, reason, message, object = object.name.as_deref().unwrap_or_default(),
-                "Server rejected event (will not retry)"
-            );
+        let pending =
+            Pending { object: object.clone(), event_type, reason: reason.to_string(), message: message.to_string() };
+        let queue = self.queue.get_or_init(|| self.start_sender());
+        if let Err(err) = queue.try_send(pending) {
+            let dropped = match &err {
+                mpsc::error::TrySendError::Full(p) | mpsc::error::TrySendError::Closed(p) => p,
+            };
+            tracing::warn!(reason = %dropped.reason, object = dropped.object.name.as_deref().unwrap_or_default(),
+                "event queue full, dropping the event");
         }
+    }
+
+    /// The task that sends queued events in order; it ends when every recorder is gone.
+    fn start_sender(&self) -> mpsc::Sender<Pending> {
+        let (sender, mut receiver) = mpsc::channel::<Pending>(QUEUE_CAPACITY);
+        let recorder = EventRecorder { queue: Arc::default(), ..self.clone() };
+        tokio::spawn(async move {
+            while let Some(p) = receiver.recv().await {
+                if let Err(err) = recorder.try_publish(&p.object, p.event_type, &p.reason, &p.message).await {
+                    tracing::warn!(
+                        error = %err, reason = %p.reason, message = %p.message,
+                        object = p.object.name.as_deref().unwrap_or_default(),
+                        "Server rejected event (will not retry)"
+                    );
+                }
+            }
+        });
+        sender
     }
 
     async fn try_publish(

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use csi_sidecars_e2e::{Cluster, Process, Scenario, TestNamespace, binary, eventually, wait_for};
+use csi_sidecars_e2e::{Cluster, Process, Scenario, TestNamespace, binary, eventually, free_port, http_get, wait_for};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, Event, ObjectReference, PersistentVolume, PersistentVolumeClaim,
@@ -388,7 +388,10 @@ async fn an_unknown_parameter_is_infeasible_and_going_back_clears_it() {
     let mut world = World::new("rsz-infeasible", &[]).await;
     let silver = world.create_attribute_class("silver", &[("iops", "1000")]).await;
     let bad = world.create_attribute_class("bad", &[("colour", "blue")]).await;
-    let _resizer = world.start_resizer("csi-resizer", &[]);
+    let port = free_port();
+    let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
+    // A slow-set period longer than the test: the refused modification is not tried again, so the counts are exact.
+    let _resizer = world.start_resizer("csi-resizer", &[&endpoint, "--retry-interval-max=2m"]);
     let volume_id = world.bound_claim("data", true, Some(&silver)).await;
 
     world.set_attribute_class("data", &bad).await;
@@ -405,6 +408,17 @@ async fn an_unknown_parameter_is_infeasible_and_going_back_clears_it() {
     let conditions = world.claim("data").await.status.unwrap().conditions.unwrap_or_default();
     assert!(!conditions.iter().any(|c| c.type_ == "ModifyVolumeError"), "{conditions:?}");
     assert_eq!(world.backend_parameter(&volume_id, "iops").as_deref(), Some("1000"));
+
+    // One refused ControllerModifyVolume (to bad), one good (back to silver); no expansion.
+    let metrics = http_get(port, "/metrics").await;
+    for sample in [
+        "\ncontroller_modify_volume_total 2\n",
+        "\ncontroller_modify_volume_errors_total 1\n",
+        "\ncontroller_expand_volume_total 0\n",
+        "\ncontroller_expand_volume_errors_total 0\n",
+    ] {
+        assert!(metrics.contains(sample), "missing {sample:?} in /metrics:\n{metrics}");
+    }
     world.cleanup().await;
 }
 
@@ -457,7 +471,7 @@ async fn a_deadline_exceeded_modification_is_retried_to_success() {
     assert!(!conditions.iter().any(|c| c.type_ == "ModifyVolumeError"), "cleared on success: {conditions:?}");
 
     // The KEP's counters: two attempts, one failed.
-    let metrics = http_get(port, "/metrics");
+    let metrics = http_get(port, "/metrics").await;
     assert!(metrics.contains("controller_modify_volume_total 2"), "{metrics}");
     assert!(metrics.contains("controller_modify_volume_errors_total 1"), "{metrics}");
     let _ = std::fs::remove_file(&faults);
@@ -588,21 +602,6 @@ async fn the_expand_secret_is_read_live_and_never_logged() {
     assert!(log.contains("ControllerExpandVolume"), "the call is logged at -v=6");
     assert!(!log.contains("s3cr3t-expand-value"), "a secret value was logged");
     world.cleanup().await;
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A plain HTTP/1.0 GET; returns the body.
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the sidecar");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or(response)
 }
 
 /// A fault file path outside the scenario (it must exist before the plugin starts).

@@ -24,8 +24,8 @@ pub enum VolumeOrigin {
 /// Whether `driver_name` expands the claim's PV, and how (item 11); None when the PV is not the driver's.
 ///
 /// Upstream accepts any PV once the annotation names a migration-target driver, even a CSI PV of another driver or
-/// an in-tree PV of a plugin the driver does not replace, and then fails or calls the driver with a foreign handle.
-/// Deliberately, only an in-tree PV of the replaced plugin counts here.
+/// an in-tree PV of a plugin the driver does not replace. Deliberately, only an in-tree PV of the replaced plugin
+/// counts here.
 pub fn volume_origin(
     claim: &PersistentVolumeClaim,
     volume: &PersistentVolume,

@@ -106,9 +106,31 @@ async fn provisioner_creates_a_block_volume_for_a_read_write_once_pod_claim() {
     // The plugin's node topology became the PV's node affinity.
     let affinity = serde_json::to_string(&spec.node_affinity).unwrap();
     assert!(affinity.contains("topology.hostpath.csi/node"), "{affinity}");
+    // The plugin advertises SINGLE_NODE_MULTI_WRITER, so ReadWriteOncePod reached it as SINGLE_NODE_SINGLE_WRITER.
+    assert_eq!(created_access_modes(&world), ["SINGLE_NODE_SINGLE_WRITER"]);
 
     world.claims().delete("raw", &DeleteParams::default()).await.unwrap();
     world.no_plugin_volumes_left().await;
+}
+
+#[tokio::test]
+async fn provisioner_asks_an_older_driver_for_single_node_writer_for_a_read_write_once_pod_claim() {
+    let mut world = World::new("prov-rwop-old", &["--no-single-node-multi-writer"]).await;
+    let class = world.class("rwop", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    world.claim("only-one", &class, None, "ReadWriteOncePod").await;
+    world.bound("only-one").await;
+    // Without SINGLE_NODE_MULTI_WRITER the driver knows no SINGLE_NODE_SINGLE_WRITER (the plugin would refuse it).
+    assert_eq!(created_access_modes(&world), ["SINGLE_NODE_WRITER"]);
+}
+
+/// The access modes the plugin's one volume was created with, as it recorded them.
+fn created_access_modes(world: &World) -> Vec<String> {
+    let contexts = plugin_volume_contexts(&world.socket);
+    assert_eq!(contexts.len(), 1, "{contexts:?}");
+    let modes = contexts[0]["hostpath.csi.k8s.io/created-access-modes"].as_str().unwrap_or_default();
+    modes.split(',').map(str::to_string).collect()
 }
 
 #[tokio::test]

@@ -1,18 +1,34 @@
 //! CSI migration: a driver that replaces an in-tree plugin (here the hostpath plugin named `ebs.csi.aws.com`)
 //! provisions and deletes the volumes of that plugin's StorageClasses (`kubernetes.io/aws-ebs`), writing the PVs in
-//! their in-tree form, as the control plane's PV controller expects from a migrated plugin.
+//! their in-tree form, as the control plane's PV controller expects from a migrated plugin; and it expands in-tree
+//! PVs once kube-controller-manager hands their claims over to it.
+//!
+//! Sidecars watch the whole cluster and the driver name is fixed, so the tests here take turns
+//! ([`ONE_AT_A_TIME`]); no other test file may use this driver name.
 
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::{eventually, free_port, http_get};
+use std::collections::BTreeMap;
+
+use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, plugin_volume_rows};
+use csi_sidecars_e2e::{Sidecar, SidecarIdentity, binary, eventually, free_port, http_get, wait_for};
+use k8s_openapi::api::core::v1::{
+    AWSElasticBlockStoreVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeSpec, VolumeResourceRequirements,
+};
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 
 const DRIVER: &str = "ebs.csi.aws.com";
 const IN_TREE: &str = "kubernetes.io/aws-ebs";
+const GIB: i64 = 1 << 30;
+
+/// Held by each test for its whole run: two sidecar sets of one driver would act on each other's objects.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test]
 async fn provisioner_serves_the_in_tree_classes_of_the_plugin_it_replaces() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut world = World::with_driver("prov-migration", Some(DRIVER), &[]).await;
     let class_name = format!("{}-gp3", world.ns());
     let class = StorageClass {
@@ -61,4 +77,111 @@ async fn provisioner_serves_the_in_tree_classes_of_the_plugin_it_replaces() {
     ] {
         assert!(metrics.contains(series), "missing {series} in /metrics:\n{metrics}");
     }
+}
+
+#[tokio::test]
+async fn resizer_expands_an_in_tree_volume_handed_over_to_it() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let mut world = World::with_driver("rsz-migration", Some(DRIVER), &[]).await;
+    let class_name = format!("{}-expandable", world.ns());
+    let class = StorageClass {
+        metadata: ObjectMeta { name: Some(class_name.clone()), ..Default::default() },
+        provisioner: IN_TREE.into(),
+        allow_volume_expansion: Some(true),
+        reclaim_policy: Some("Retain".into()),
+        ..Default::default()
+    };
+    Api::<StorageClass>::all(world.client.clone()).create(&PostParams::default(), &class).await.unwrap();
+    world.classes.push(class_name.clone());
+
+    // A backend volume, an in-tree EBS PV naming it, and a claim bound to that PV.
+    let endpoint = format!("unix://{}", world.socket.display());
+    let backend_name = format!("{}-data", world.ns());
+    let output = std::process::Command::new(binary("csictl"))
+        .args(["--endpoint", &endpoint, "-o", "json", "create-volume", &backend_name, "--size", "1Gi"])
+        .output()
+        .expect("run csictl");
+    assert!(output.status.success(), "csictl create-volume: {}", String::from_utf8_lossy(&output.stderr));
+    let created: serde_json::Value = serde_json::from_slice(&output.stdout).expect("csictl prints JSON");
+    let volume_id = created["volume_id"].as_str().expect("volume id").to_string();
+    let size = BTreeMap::from([("storage".to_string(), Quantity("1Gi".into()))]);
+    let pv_name = format!("{}-data", world.ns());
+    let in_tree_source = AWSElasticBlockStoreVolumeSource {
+        volume_id: volume_id.clone(),
+        fs_type: Some("ext4".into()),
+        ..Default::default()
+    };
+    let pv = PersistentVolume {
+        metadata: ObjectMeta { name: Some(pv_name.clone()), ..Default::default() },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some(size.clone()),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: Some(class_name.clone()),
+            persistent_volume_reclaim_policy: Some("Retain".into()),
+            claim_ref: Some(ObjectReference {
+                namespace: Some(world.ns().to_string()),
+                name: Some("data".into()),
+                ..Default::default()
+            }),
+            aws_elastic_block_store: Some(in_tree_source.clone()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    world.volumes().create(&PostParams::default(), &pv).await.unwrap();
+    let claim = PersistentVolumeClaim {
+        metadata: ObjectMeta { name: Some("data".into()), ..Default::default() },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: Some(class_name.clone()),
+            volume_name: Some(pv_name.clone()),
+            resources: Some(VolumeResourceRequirements { requests: Some(size), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    world.claim_object(claim).await;
+    world.bound("data").await;
+
+    let port = free_port();
+    // Upstream's external-resizer rules, through a ServiceAccount token (dropped after the process).
+    let resizer_identity =
+        SidecarIdentity::create(&world.client, world.ns(), Sidecar::Resizer, world.scenario.dir()).await;
+    let resizer_args = [
+        format!("--csi-address={}", world.socket.display()),
+        resizer_identity.kubeconfig_flag(),
+        format!("--http-endpoint=127.0.0.1:{port}"),
+        "--retry-interval-start=500ms".to_string(),
+        "--retry-interval-max=5s".to_string(),
+        "-v=5".to_string(),
+    ];
+    let _resizer = world.scenario.start("csi-resizer", &binary("csi-resizer"), &resizer_args);
+
+    let grow = serde_json::json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}});
+    world.claims().patch("data", &PatchParams::default(), &Patch::Merge(&grow)).await.unwrap();
+    // kube-controller-manager's expander sees an in-tree EBS volume and hands the claim to the CSI driver.
+    let claims = world.claims();
+    let resizer = wait_for("the claim handed over to a CSI resizer", TIMEOUT, || async {
+        let claim = claims.get("data").await.ok()?;
+        claim.metadata.annotations?.get("volume.kubernetes.io/storage-resizer").cloned()
+    })
+    .await;
+    assert_eq!(resizer, DRIVER);
+    let volumes = world.volumes();
+    eventually("the PV at 2Gi", TIMEOUT, || async {
+        let Ok(pv) = volumes.get(&pv_name).await else { return false };
+        pv.spec.and_then(|s| s.capacity).is_some_and(|c| c.get("storage") == Some(&Quantity("2Gi".into())))
+    })
+    .await;
+    let spec = world.volumes().get(&pv_name).await.unwrap().spec.unwrap();
+    assert!(spec.csi.is_none(), "the PV stays in its in-tree form");
+    assert_eq!(spec.aws_elastic_block_store, Some(in_tree_source), "the in-tree source is unchanged");
+    let rows = plugin_volume_rows(&world.socket);
+    let backend = rows.iter().find(|row| row["volume_id"] == volume_id.as_str()).expect("the backend volume");
+    assert_eq!(backend["capacity_bytes"], 2 * GIB, "the driver expanded the translated volume handle");
+
+    let metrics = http_get(port, "/metrics").await;
+    let series = r#"method_name="/csi.v1.Controller/ControllerExpandVolume",grpc_status_code="OK",migrated="true""#;
+    assert!(metrics.contains(series), "missing {series} in /metrics:\n{metrics}");
+    let _ = world.claims().delete("data", &DeleteParams::default()).await;
 }

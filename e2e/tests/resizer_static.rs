@@ -132,7 +132,10 @@ async fn an_unknown_parameter_is_infeasible_and_going_back_clears_it() {
     let mut world = World::new("rsz-infeasible", &[]).await;
     let silver = world.create_attribute_class("silver", &[("iops", "1000")]).await;
     let bad = world.create_attribute_class("bad", &[("colour", "blue")]).await;
-    let _resizer = world.start_resizer("csi-resizer", &[]);
+    let port = free_port();
+    let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
+    // A slow-set period longer than the test: the refused modification is not tried again, so the counts are exact.
+    let _resizer = world.start_resizer("csi-resizer", &[&endpoint, "--retry-interval-max=2m"]);
     let volume_id = world.bound_claim("data", true, Some(&silver)).await;
 
     world.set_attribute_class("data", &bad).await;
@@ -149,6 +152,17 @@ async fn an_unknown_parameter_is_infeasible_and_going_back_clears_it() {
     let conditions = world.claim("data").await.status.unwrap().conditions.unwrap_or_default();
     assert!(!conditions.iter().any(|c| c.type_ == "ModifyVolumeError"), "{conditions:?}");
     assert_eq!(world.backend_parameter(&volume_id, "iops").as_deref(), Some("1000"));
+
+    // One refused ControllerModifyVolume (to bad), one good (back to silver); no expansion.
+    let metrics = http_get(port, "/metrics").await;
+    for sample in [
+        "\ncontroller_modify_volume_total 2\n",
+        "\ncontroller_modify_volume_errors_total 1\n",
+        "\ncontroller_expand_volume_total 0\n",
+        "\ncontroller_expand_volume_errors_total 0\n",
+    ] {
+        assert!(metrics.contains(sample), "missing {sample:?} in /metrics:\n{metrics}");
+    }
 }
 
 #[tokio::test]

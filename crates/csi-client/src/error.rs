@@ -5,9 +5,15 @@
 //! Unavailable, Aborted and any non-gRPC failure mean the operation may still be
 //! running in the plugin ("in progress": call again with the same name to find
 //! out). ResourceExhausted is non-final too, but the provisioner reacts to it by
-//! rescheduling, so it has its own kind. InvalidArgument, OutOfRange and NotFound
-//! can never succeed as asked ("infeasible"; a subset of final). Every other
-//! gRPC code is final.
+//! rescheduling, so it has its own kind. Every other gRPC code is final, for
+//! every call.
+//!
+//! Which final codes are "infeasible" (the request can never succeed as asked, so
+//! the sidecar slows its retries or records it) depends on the call: every
+//! upstream sidecar reads InvalidArgument that way, and external-resizer reads
+//! OutOfRange and NotFound that way too, but only for ControllerExpandVolume. For
+//! CreateVolume or ControllerModifyVolume they are ordinary final errors. Hence
+//! [`CallError::disposition_for`] takes the [`Call`].
 
 use std::time::Duration;
 
@@ -32,15 +38,29 @@ impl Disposition {
         matches!(self, Disposition::Final | Disposition::Infeasible)
     }
 
-    /// Classifies a gRPC status code.
-    pub fn of_code(code: Code) -> Disposition {
+    /// Classifies a gRPC status code returned by `call`.
+    pub fn of_code(call: Call, code: Code) -> Disposition {
         match code {
             Code::Cancelled | Code::DeadlineExceeded | Code::Unavailable | Code::Aborted => Disposition::InProgress,
             Code::ResourceExhausted => Disposition::ResourceExhausted,
-            Code::InvalidArgument | Code::OutOfRange | Code::NotFound => Disposition::Infeasible,
+            Code::InvalidArgument => Disposition::Infeasible,
+            Code::OutOfRange | Code::NotFound if call == Call::ControllerExpandVolume => Disposition::Infeasible,
             _ => Disposition::Final,
         }
     }
+}
+
+/// The CSI calls whose failures the sidecars act on, for classifying them (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Call {
+    CreateVolume,
+    DeleteVolume,
+    ControllerExpandVolume,
+    ControllerModifyVolume,
+    CreateSnapshot,
+    DeleteSnapshot,
+    CreateVolumeGroupSnapshot,
+    DeleteVolumeGroupSnapshot,
 }
 
 /// A failed CSI call.
@@ -55,14 +75,14 @@ pub enum CallError {
 }
 
 impl CallError {
-    /// How to treat the failure (see the module docs).
-    pub fn disposition(&self) -> Disposition {
+    /// How to treat the failure of `call` (see the module docs).
+    pub fn disposition_for(&self, call: Call) -> Disposition {
         match self {
             CallError::Status { status, .. } => {
                 if is_transport_failure(status) {
                     Disposition::InProgress
                 } else {
-                    Disposition::of_code(status.code())
+                    Disposition::of_code(call, status.code())
                 }
             }
             CallError::Timeout { .. } => Disposition::InProgress,
@@ -195,41 +215,62 @@ mod tests {
         }
     }
 
+    const ALL_CALLS: [Call; 8] = [
+        Call::CreateVolume,
+        Call::DeleteVolume,
+        Call::ControllerExpandVolume,
+        Call::ControllerModifyVolume,
+        Call::CreateSnapshot,
+        Call::DeleteSnapshot,
+        Call::CreateVolumeGroupSnapshot,
+        Call::DeleteVolumeGroupSnapshot,
+    ];
+
     #[test]
-    fn codes_classify_as_upstream() {
+    fn codes_classify_per_call_as_upstream() {
         use Disposition::*;
+        // (code, ControllerExpandVolume, every other call): external-resizer alone reads OutOfRange and NotFound as
+        // infeasible, and only for expansion; the provisioner and the resizer's modification read only
+        // InvalidArgument so.
         let table = [
-            (Code::Ok, Final),
-            (Code::Cancelled, InProgress),
-            (Code::Unknown, Final),
-            (Code::InvalidArgument, Infeasible),
-            (Code::DeadlineExceeded, InProgress),
-            (Code::NotFound, Infeasible),
-            (Code::AlreadyExists, Final),
-            (Code::PermissionDenied, Final),
-            (Code::ResourceExhausted, ResourceExhausted),
-            (Code::FailedPrecondition, Final),
-            (Code::Aborted, InProgress),
-            (Code::OutOfRange, Infeasible),
-            (Code::Unimplemented, Final),
-            (Code::Internal, Final),
-            (Code::Unavailable, InProgress),
-            (Code::DataLoss, Final),
-            (Code::Unauthenticated, Final),
+            (Code::Ok, Final, Final),
+            (Code::Cancelled, InProgress, InProgress),
+            (Code::Unknown, Final, Final),
+            (Code::InvalidArgument, Infeasible, Infeasible),
+            (Code::DeadlineExceeded, InProgress, InProgress),
+            (Code::NotFound, Infeasible, Final),
+            (Code::AlreadyExists, Final, Final),
+            (Code::PermissionDenied, Final, Final),
+            (Code::ResourceExhausted, ResourceExhausted, ResourceExhausted),
+            (Code::FailedPrecondition, Final, Final),
+            (Code::Aborted, InProgress, InProgress),
+            (Code::OutOfRange, Infeasible, Final),
+            (Code::Unimplemented, Final, Final),
+            (Code::Internal, Final, Final),
+            (Code::Unavailable, InProgress, InProgress),
+            (Code::DataLoss, Final, Final),
+            (Code::Unauthenticated, Final, Final),
         ];
-        for (code, want) in table {
-            assert_eq!(Disposition::of_code(code), want, "{code:?}");
-            let err =
-                CallError::Status { method: "/csi.v1.Controller/CreateVolume", status: tonic::Status::new(code, "x") };
-            assert_eq!(err.disposition(), want, "{code:?}");
-            assert_eq!(want.is_final(), matches!(want, Final | Infeasible));
+        for (code, expansion, others) in table {
+            for call in ALL_CALLS {
+                let want = if call == Call::ControllerExpandVolume { expansion } else { others };
+                assert_eq!(Disposition::of_code(call, code), want, "{call:?} {code:?}");
+                let err = CallError::Status { method: "/csi.v1.Controller/Any", status: tonic::Status::new(code, "x") };
+                assert_eq!(err.disposition_for(call), want, "{call:?} {code:?}");
+            }
+            // Whether the plugin stopped is the same for every call; only "infeasible" differs.
+            assert_eq!(expansion.is_final(), others.is_final(), "{code:?}");
         }
+        assert!(Final.is_final() && Infeasible.is_final());
+        assert!(!InProgress.is_final() && !ResourceExhausted.is_final());
     }
 
     #[test]
     fn timeouts_are_in_progress() {
         let err = CallError::Timeout { method: "/csi.v1.Controller/CreateVolume", timeout: Duration::from_secs(10) };
-        assert_eq!(err.disposition(), Disposition::InProgress);
+        for call in ALL_CALLS {
+            assert_eq!(err.disposition_for(call), Disposition::InProgress, "{call:?}");
+        }
         assert_eq!(err.code(), Code::DeadlineExceeded);
         assert_eq!(err.metric_code(), "DeadlineExceeded");
     }

@@ -28,5 +28,5 @@ pub mod proto {
 
 pub use client::CsiClient;
 pub use connection::{Connection, Endpoint, connect};
-pub use error::{CallError, Disposition};
+pub use error::{Call, CallError, Disposition};
 pub use metrics::OperationMetrics;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use csi_client::proto;
-use csi_client::{CsiClient, Disposition, OperationMetrics, connect};
+use csi_client::{Call, CsiClient, Disposition, OperationMetrics, connect};
 use fake_plugin::{FakePlugin, endpoint, serve, start};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
@@ -61,7 +61,7 @@ async fn notices_when_the_plugin_goes_away() {
     assert!(connection.is_lost());
     // A call after the loss fails as in-progress (not a definite answer).
     let err = client.probe().await.unwrap_err();
-    assert_eq!(err.disposition(), Disposition::InProgress, "{err}");
+    assert_eq!(err.disposition_for(Call::CreateVolume), Disposition::InProgress, "{err}");
 }
 
 #[tokio::test]
@@ -97,7 +97,7 @@ async fn calls_are_measured_with_upstream_labels() {
     client.driver_info().await.unwrap();
     client.create_volume(proto::CreateVolumeRequest { name: "v1".into(), ..Default::default() }).await.unwrap();
     let err = client.create_volume(proto::CreateVolumeRequest::default()).await.unwrap_err();
-    assert_eq!(err.disposition(), Disposition::Infeasible);
+    assert_eq!(err.disposition_for(Call::CreateVolume), Disposition::Infeasible);
 
     let text = metrics_text(&registry);
     for needle in [
@@ -123,7 +123,7 @@ async fn a_slow_call_times_out_as_deadline_exceeded() {
         client.create_volume(proto::CreateVolumeRequest { name: "v".into(), ..Default::default() }).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     assert_eq!(err.code(), tonic::Code::DeadlineExceeded, "{err}");
-    assert_eq!(err.disposition(), Disposition::InProgress);
+    assert_eq!(err.disposition_for(Call::CreateVolume), Disposition::InProgress);
     assert!(metrics_text(&registry).contains(r#"grpc_status_code="DeadlineExceeded"} 1"#));
 }
 
@@ -165,5 +165,5 @@ async fn unimplemented_services_answer_unimplemented() {
     let client = CsiClient::new(&connection, Duration::from_secs(5), OperationMetrics::default());
     let err = client.delete_volume(proto::DeleteVolumeRequest::default()).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unimplemented);
-    assert_eq!(err.disposition(), Disposition::Final);
+    assert_eq!(err.disposition_for(Call::DeleteVolume), Disposition::Final);
 }

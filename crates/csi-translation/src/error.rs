@@ -1,5 +1,5 @@
 /// Why something could not be translated. The texts end up in events and logs.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TranslationError {
     #[error("could not find in-tree storage class parameter translation logic for {0:?}")]
     UnknownPlugin(String),

@@ -43,6 +43,12 @@ pub fn is_pv_migratable(pv: &PersistentVolume) -> bool {
     Plugin::of_in_tree_pv(pv).is_some()
 }
 
+/// The CSI driver that replaces the in-tree plugin whose source the PV has; None for a CSI PV or a plugin this crate
+/// does not translate.
+pub fn csi_driver_of_in_tree_pv(pv: &PersistentVolume) -> Option<&'static str> {
+    Plugin::of_in_tree_pv(pv).map(Plugin::driver_name)
+}
+
 /// An in-tree PV in its CSI form (`spec.csi` instead of the plugin's source, topology keys of the driver).
 pub fn translate_in_tree_pv_to_csi(pv: &PersistentVolume) -> Result<PersistentVolume, TranslationError> {
     let plugin = Plugin::of_in_tree_pv(pv).ok_or_else(|| TranslationError::NotMigratable(name_of(pv)))?;

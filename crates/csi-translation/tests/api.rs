@@ -40,6 +40,7 @@ fn dispatch() {
         ..Default::default()
     });
     assert!(is_pv_migratable(&ebs));
+    assert_eq!(csi_driver_of_in_tree_pv(&ebs), Some("ebs.csi.aws.com"));
     let csi = translate_in_tree_pv_to_csi(&ebs).unwrap();
     assert_eq!(csi.spec.as_ref().unwrap().csi.as_ref().unwrap().driver, "ebs.csi.aws.com");
     let back = translate_csi_pv_to_in_tree(&csi).unwrap();
@@ -50,6 +51,7 @@ fn dispatch() {
         ..Default::default()
     });
     assert!(is_pv_migratable(&gce));
+    assert_eq!(csi_driver_of_in_tree_pv(&gce), Some("pd.csi.storage.gke.io"));
     assert_eq!(translate_in_tree_pv_to_csi(&gce).unwrap().spec.unwrap().csi.unwrap().driver, "pd.csi.storage.gke.io");
 
     let portworx = pv(PersistentVolumeSpec {
@@ -57,12 +59,14 @@ fn dispatch() {
         ..Default::default()
     });
     assert!(!is_pv_migratable(&portworx), "plugins not translated yet are left alone");
+    assert_eq!(csi_driver_of_in_tree_pv(&portworx), None);
     assert_eq!(translate_in_tree_pv_to_csi(&portworx), Err(TranslationError::NotMigratable(String::new())));
 
     let foreign = pv(PersistentVolumeSpec {
         csi: Some(CSIPersistentVolumeSource { driver: "hostpath.csi.k8s.io".into(), ..Default::default() }),
         ..Default::default()
     });
+    assert_eq!(csi_driver_of_in_tree_pv(&foreign), None, "a CSI PV is not an in-tree one");
     assert_eq!(
         translate_csi_pv_to_in_tree(&foreign),
         Err(TranslationError::UnknownDriver("hostpath.csi.k8s.io".into()))

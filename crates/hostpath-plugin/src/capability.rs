@@ -29,6 +29,27 @@ pub fn access_mode(capability: &VolumeCapability) -> Result<Mode, Status> {
     }
 }
 
+/// The access modes (proto names) a list of capabilities asks for, in order. Without SINGLE_NODE_MULTI_WRITER
+/// support the two modes that capability brings are INVALID_ARGUMENT, as from a driver that predates them.
+pub fn requested_access_modes(
+    capabilities: &[VolumeCapability],
+    single_node_multi_writer: bool,
+) -> Result<Vec<String>, Status> {
+    let mut modes = Vec::new();
+    for capability in capabilities {
+        let mode = access_mode(capability)?;
+        let needs_multi_writer = matches!(mode, Mode::SingleNodeSingleWriter | Mode::SingleNodeMultiWriter);
+        if needs_multi_writer && !single_node_multi_writer {
+            return Err(Status::invalid_argument(format!(
+                "access mode {} is not supported: the plugin does not advertise SINGLE_NODE_MULTI_WRITER",
+                mode.as_str_name()
+            )));
+        }
+        modes.push(mode.as_str_name().to_string());
+    }
+    Ok(modes)
+}
+
 /// The one access type a list of capabilities asks for. The list must not be empty, and a volume is
 /// either block or mount, never both.
 pub fn requested_access_type(capabilities: &[VolumeCapability]) -> Result<AccessType, Status> {

@@ -142,8 +142,10 @@ fn capabilities(
         rpc::Type::CloneVolume,
         rpc::Type::ExpandVolume,
         rpc::Type::GetCapacity,
-        rpc::Type::SingleNodeMultiWriter,
     ];
+    if shared.config.single_node_multi_writer {
+        kinds.push(rpc::Type::SingleNodeMultiWriter);
+    }
     if shared.config.mutable_parameters.enabled() {
         kinds.push(rpc::Type::ModifyVolume);
     }

@@ -51,6 +51,11 @@ pub struct Flags {
     #[arg(long)]
     pub attach_required: bool,
 
+    /// Do not advertise SINGLE_NODE_MULTI_WRITER, and refuse the SINGLE_NODE_SINGLE_WRITER and
+    /// SINGLE_NODE_MULTI_WRITER access modes, as a driver that knows only SINGLE_NODE_WRITER does.
+    #[arg(long)]
+    pub no_single_node_multi_writer: bool,
+
     /// JSON file of faults to inject, re-read when it changes; a missing file means no faults.
     #[arg(long)]
     pub fault_config: Option<PathBuf>,
@@ -72,6 +77,7 @@ impl Flags {
             mutable_parameters: MutableParameterPolicy::from_flag(&self.accepted_mutable_parameters),
             fault_config: self.fault_config.clone(),
             attach_required: self.attach_required,
+            single_node_multi_writer: !self.no_single_node_multi_writer,
         }
     }
 
@@ -177,6 +183,7 @@ mod tests {
             "--capacity=10Gi",
             "--accepted-mutable-parameters=iops",
             "--fault-config=/tmp/faults.json",
+            "-no-single-node-multi-writer",
             "-v=4",
         ]);
         let flags = Flags::try_parse_from(args).unwrap();
@@ -188,6 +195,7 @@ mod tests {
         assert_eq!(config.capacity, 10 << 30);
         assert_eq!(config.mutable_parameters, MutableParameterPolicy::from_flag("iops"));
         assert_eq!(config.fault_config, Some(PathBuf::from("/tmp/faults.json")));
+        assert!(!config.single_node_multi_writer);
         assert_eq!(flags.log_level(), tracing::Level::DEBUG);
     }
 
@@ -197,6 +205,7 @@ mod tests {
         assert_eq!(flags.max_volume_size, 1 << 40);
         assert_eq!(flags.capacity, 100 << 30);
         assert!(flags.config().mutable_parameters.enabled());
+        assert!(flags.config().single_node_multi_writer);
         assert_eq!(flags.log_level(), tracing::Level::INFO);
         let disabled = Flags::try_parse_from(["p", "--node-id=n", "--state-dir=/s", "--accepted-mutable-parameters="]);
         assert!(!disabled.unwrap().config().mutable_parameters.enabled());

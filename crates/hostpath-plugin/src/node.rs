@@ -87,13 +87,11 @@ impl Node for Plugin {
     }
 }
 
-fn capabilities(_: &Shared, _: NodeGetCapabilitiesRequest) -> Result<NodeGetCapabilitiesResponse, Status> {
-    let kinds = [
-        rpc::Type::StageUnstageVolume,
-        rpc::Type::GetVolumeStats,
-        rpc::Type::ExpandVolume,
-        rpc::Type::SingleNodeMultiWriter,
-    ];
+fn capabilities(shared: &Shared, _: NodeGetCapabilitiesRequest) -> Result<NodeGetCapabilitiesResponse, Status> {
+    let mut kinds = vec![rpc::Type::StageUnstageVolume, rpc::Type::GetVolumeStats, rpc::Type::ExpandVolume];
+    if shared.config.single_node_multi_writer {
+        kinds.push(rpc::Type::SingleNodeMultiWriter);
+    }
     let capabilities = kinds
         .into_iter()
         .map(|kind| NodeServiceCapability {

@@ -72,6 +72,9 @@ pub struct Volume {
     pub sequence: u64,
     pub capacity_bytes: i64,
     pub access_type: AccessType,
+    /// The access modes CreateVolume asked for (proto names, e.g. `SINGLE_NODE_WRITER`), in request order.
+    #[serde(default)]
+    pub access_modes: Vec<String>,
     #[serde(default)]
     pub parameters: BTreeMap<String, String>,
     /// Current mutable parameters: those given at creation, updated by each ControllerModifyVolume.
@@ -276,6 +279,7 @@ mod tests {
             sequence,
             capacity_bytes: 10,
             access_type: AccessType::Mount,
+            access_modes: vec!["SINGLE_NODE_WRITER".into()],
             parameters: BTreeMap::new(),
             mutable_parameters: BTreeMap::from([("iops".into(), "100".into())]),
             content_source: Some(ContentSource::Volume("other".into())),

@@ -4,7 +4,8 @@
 //! Observing mutable parameters: ListVolumes and ControllerGetVolume put a volume's current mutable
 //! parameters into its `volume_context` as `hostpath.csi.k8s.io/<key>`, next to the creation parameters.
 //! CreateVolume does not, because a CO stores that context once (in a PersistentVolume) and it would go
-//! stale at the first ControllerModifyVolume.
+//! stale at the first ControllerModifyVolume. They also show the access modes CreateVolume asked for
+//! ([`ACCESS_MODES_CONTEXT_KEY`]), so that tests can check what a CO sent.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,7 +21,7 @@ use csi_client::proto::{
 };
 use tonic::Status;
 
-use crate::capability::{access_type, requested_access_type};
+use crate::capability::{access_type, requested_access_modes, requested_access_type};
 use crate::paging::page;
 use crate::plugin::{Config, Shared};
 use crate::state::{AccessType, ContentSource, Volume};
@@ -29,6 +30,10 @@ use crate::topology::{is_this_node, node_topology};
 
 /// Prefix of the `volume_context` keys that show a volume's current mutable parameters.
 pub const MUTABLE_CONTEXT_PREFIX: &str = "hostpath.csi.k8s.io/";
+
+/// The `volume_context` key of ListVolumes and ControllerGetVolume that shows the access modes CreateVolume asked
+/// for, comma-separated: what a CO's access-mode mapping sent, for tests to check.
+pub const ACCESS_MODES_CONTEXT_KEY: &str = "hostpath.csi.k8s.io/created-access-modes";
 
 /// Size of a volume whose request gives no size.
 pub const DEFAULT_SIZE: i64 = 1 << 30;
@@ -39,6 +44,7 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
         return Err(Status::invalid_argument("name is required"));
     }
     let access_type = requested_access_type(&request.volume_capabilities)?;
+    let access_modes = requested_access_modes(&request.volume_capabilities, config.single_node_multi_writer)?;
     config
         .mutable_parameters
         .validate(&request.mutable_parameters)
@@ -108,6 +114,7 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
             sequence: change.state.take_sequence(),
             capacity_bytes,
             access_type,
+            access_modes,
             parameters,
             mutable_parameters,
             content_source: source,
@@ -439,5 +446,8 @@ fn listed_volume(volume: &Volume, config: &Config) -> proto::Volume {
     let mutable: HashMap<String, String> =
         volume.mutable_parameters.iter().map(|(k, v)| (format!("{MUTABLE_CONTEXT_PREFIX}{k}"), v.clone())).collect();
     listed.volume_context.extend(mutable);
+    if !volume.access_modes.is_empty() {
+        listed.volume_context.insert(ACCESS_MODES_CONTEXT_KEY.to_string(), volume.access_modes.join(","));
+    }
     listed
 }

@@ -46,16 +46,6 @@ async fn node_reports_info_and_capabilities() {
     assert_eq!(info.node_id, NODE);
     assert_eq!(info.max_volumes_per_node, 0);
     assert_eq!(info.accessible_topology.unwrap().segments, pairs(&[(NODE_KEY, NODE)]));
-    let capabilities: Vec<i32> = node
-        .node_get_capabilities(NodeGetCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .capabilities
-        .into_iter()
-        .filter_map(|c| c.r#type)
-        .map(|csi_client::proto::node_service_capability::Type::Rpc(r)| r.r#type)
-        .collect();
     let want: Vec<i32> = [
         rpc::Type::StageUnstageVolume,
         rpc::Type::GetVolumeStats,
@@ -65,7 +55,21 @@ async fn node_reports_info_and_capabilities() {
     .into_iter()
     .map(|t| t as i32)
     .collect();
-    assert_eq!(capabilities, want);
+    assert_eq!(node_capabilities(&plugin).await, want);
+
+    let old = TestPlugin::start_with(|c| c.single_node_multi_writer = false).await;
+    assert_eq!(node_capabilities(&old).await, want[..3], "no SINGLE_NODE_MULTI_WRITER without the capability");
+}
+
+async fn node_capabilities(plugin: &TestPlugin) -> Vec<i32> {
+    let response = plugin.node().await.node_get_capabilities(NodeGetCapabilitiesRequest {}).await.unwrap();
+    response
+        .into_inner()
+        .capabilities
+        .into_iter()
+        .filter_map(|c| c.r#type)
+        .map(|csi_client::proto::node_service_capability::Type::Rpc(r)| r.r#type)
+        .collect()
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ use csi_client::proto::{
 };
 use hostpath_plugin::mutable::MutableParameterPolicy;
 use hostpath_plugin::topology::NODE_KEY;
+use hostpath_plugin::volumes::ACCESS_MODES_CONTEXT_KEY;
 use tonic::Code;
 
 #[tokio::test]
@@ -440,7 +441,12 @@ async fn modify_validates_then_stores_and_list_shows_the_values() {
     };
     assert_eq!(
         context(&mut controller).await,
-        pairs(&[("kind", "fast"), ("hostpath.csi.k8s.io/iops", "3000"), ("hostpath.csi.k8s.io/throughput", "50MiB/s")])
+        pairs(&[
+            ("kind", "fast"),
+            ("hostpath.csi.k8s.io/iops", "3000"),
+            ("hostpath.csi.k8s.io/throughput", "50MiB/s"),
+            (ACCESS_MODES_CONTEXT_KEY, "SINGLE_NODE_WRITER"),
+        ])
     );
 
     let modify = |params: &[(&str, &str)]| ControllerModifyVolumeRequest {
@@ -451,7 +457,12 @@ async fn modify_validates_then_stores_and_list_shows_the_values() {
     controller.controller_modify_volume(modify(&[("iops", "6000")])).await.unwrap();
     assert_eq!(
         context(&mut controller).await,
-        pairs(&[("kind", "fast"), ("hostpath.csi.k8s.io/iops", "6000"), ("hostpath.csi.k8s.io/throughput", "50MiB/s")]),
+        pairs(&[
+            ("kind", "fast"),
+            ("hostpath.csi.k8s.io/iops", "6000"),
+            ("hostpath.csi.k8s.io/throughput", "50MiB/s"),
+            (ACCESS_MODES_CONTEXT_KEY, "SINGLE_NODE_WRITER"),
+        ]),
         "keys left out keep their values"
     );
 
@@ -535,5 +546,44 @@ async fn several_access_modes_are_accepted() {
         let request =
             create_request(&format!("mode-{index}"), GI, capability(AccessType::Mount(MountVolume::default()), mode));
         controller.create_volume(request).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn single_node_multi_writer_support_follows_the_flag() {
+    let full = TestPlugin::start().await;
+    let old = TestPlugin::start_with(|c| c.single_node_multi_writer = false).await;
+    let advertised = rpc::Type::SingleNodeMultiWriter as i32;
+    assert!(controller_capabilities(&full).await.contains(&advertised));
+    assert!(!controller_capabilities(&old).await.contains(&advertised));
+
+    // (mode, accepted by the full plugin, accepted without SINGLE_NODE_MULTI_WRITER)
+    let table = [
+        (Mode::SingleNodeWriter, true, true),
+        (Mode::SingleNodeReaderOnly, true, true),
+        (Mode::SingleNodeSingleWriter, true, false),
+        (Mode::SingleNodeMultiWriter, true, false),
+        (Mode::MultiNodeMultiWriter, true, true),
+    ];
+    for (plugin, column) in [(&full, 0), (&old, 1)] {
+        let mut controller = plugin.controller().await;
+        for (mode, full_accepts, old_accepts) in table {
+            let accepted = [full_accepts, old_accepts][column];
+            let name = format!("mode-{}", mode.as_str_name());
+            let request = create_request(&name, GI, capability(AccessType::Mount(MountVolume::default()), mode));
+            match controller.create_volume(request).await {
+                Ok(created) => {
+                    assert!(accepted, "{mode:?} accepted (column {column})");
+                    let id = created.into_inner().volume.unwrap().volume_id;
+                    let got = controller.controller_get_volume(ControllerGetVolumeRequest { volume_id: id }).await;
+                    let context = got.unwrap().into_inner().volume.unwrap().volume_context;
+                    assert_eq!(context[ACCESS_MODES_CONTEXT_KEY], mode.as_str_name(), "the mode is recorded");
+                }
+                Err(status) => {
+                    assert!(!accepted, "{mode:?} refused (column {column}): {status:?}");
+                    assert_eq!(status.code(), Code::InvalidArgument);
+                }
+            }
+        }
     }
 }

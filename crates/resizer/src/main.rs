@@ -26,6 +26,11 @@ async fn main() -> anyhow::Result<()> {
     };
 
     let sidecar_runtime::Driver { csi, name: driver, .. } = sidecar.connect_driver(args.timeout).await?;
+    // CSI migration: the driver also expands the in-tree plugin's volumes handed over to it (§3 item 11).
+    if let Some(in_tree) = csi_translation::in_tree_name_for(&driver) {
+        tracing::info!(%in_tree, "expanding the in-tree plugin's volumes too (CSI migration)");
+        csi.metrics().enable_migration_label();
+    }
 
     let plugin = csi.plugin_capabilities().await.context("GetPluginCapabilities")?;
     let controller = csi.controller_capabilities().await.context("ControllerGetCapabilities")?;

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use csi_client::CallError;
 use csi_client::proto::CreateVolumeGroupSnapshotRequest;
+use csi_client::{Call, CallError};
 use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::names::{
     PARAM_VOLUME_GROUP_SNAPSHOT_CONTENT_NAME, PARAM_VOLUME_GROUP_SNAPSHOT_NAME, PARAM_VOLUME_GROUP_SNAPSHOT_NAMESPACE,
@@ -136,7 +136,7 @@ pub struct CreationFailure {
 /// The failure of CreateVolumeGroupSnapshot for this content.
 pub fn creation_failure(content_name: &str, error: &CallError) -> CreationFailure {
     CreationFailure {
-        release_being_created: error.disposition().is_final(),
+        release_being_created: error.disposition_for(Call::CreateVolumeGroupSnapshot).is_final(),
         event: PlannedEvent::warning(
             EVENT_GROUP_SNAPSHOT_CREATION_FAILED,
             format!("failed to create group snapshot for content {content_name}: {error}"),

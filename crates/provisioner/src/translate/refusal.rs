@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-use csi_client::{CallError, Disposition};
-use tonic::Code;
+use csi_client::{Call, CallError, Disposition};
 
 use super::names::{EVENT_PROVISIONING, EVENT_PROVISIONING_FAILED, EVENT_PROVISIONING_SUCCEEDED};
 
@@ -138,12 +137,11 @@ pub fn provisioning_state(disposition: Disposition, may_reschedule: bool) -> Pro
 /// annotation and stops (if that update fails, the claim is retried as `Finished`); without the annotation it is
 /// treated as `Finished`.
 pub fn create_volume_failure(error: &CallError, may_reschedule: bool) -> Refusal {
-    let disposition = error.disposition();
+    // Upstream delays retries only for InvalidArgument; OutOfRange and NotFound are ordinary final errors here.
+    let disposition = error.disposition_for(Call::CreateVolume);
     let state = provisioning_state(disposition, may_reschedule);
     let message = error.go_text();
-    // Upstream delays retries only for InvalidArgument; OutOfRange and NotFound are ordinary final errors.
-    let infeasible = disposition.is_final() && error.code() == Code::InvalidArgument;
-    let kind = if infeasible { RefusalKind::Infeasible } else { RefusalKind::Failed };
+    let kind = if disposition == Disposition::Infeasible { RefusalKind::Infeasible } else { RefusalKind::Failed };
     Refusal { kind, state, message }
 }
 
@@ -200,6 +198,8 @@ pub fn go_quoted(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use tonic::Code;
 
     use super::*;
 

@@ -1,12 +1,16 @@
 //! One expansion sync of a claim, in the order [`crate::translate::expansion::decide`] documents: PV cleanup, memory, mark,
 //! event, call, PV patch, claim patch, event.
 
+use csi_client::proto::ControllerExpandVolumeRequest;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use sidecar_runtime::Outcome;
 
 use super::{ClaimKey, Shared, is_conflict};
 use crate::translate::call_failure::CallFailure;
-use crate::translate::expansion::decide::{ExpansionAction, ExpansionConfig, ExpansionMemory, Skip, decide_expansion};
+use crate::translate::expansion::decide::{
+    ExpandPlan, ExpansionAction, ExpansionConfig, ExpansionMemory, Skip, decide_expansion,
+};
+use crate::translate::expansion::migration::{VolumeOrigin, csi_form};
 use crate::translate::expansion::request::{controller_expand_volume_request, expand_secret_reference};
 use crate::translate::expansion::result::{ExpandedVolume, expansion_outcome, resize_failed_event};
 
@@ -83,16 +87,14 @@ impl Shared {
                 }
                 crate::translate::capabilities::Expander::NodeOnly => false,
             };
-            let request = match self.secret_data(expand_secret_reference(&volume)).await {
-                Err(text) => Err(text),
-                Ok(secrets) => {
-                    controller_expand_volume_request(&volume, &plan.target, single_node_multi_writer, secrets)
-                        .map_err(|e| e.to_string())
-                }
+            let request = self.expand_request(&volume, &plan, single_node_multi_writer).await;
+            let csi = match plan.origin {
+                VolumeOrigin::Csi => self.csi.clone(),
+                VolumeOrigin::Migrated => self.csi.for_migrated_volume(),
             };
             match request {
                 Err(text) => Err(CallFailure::NotCalled(text)),
-                Ok(request) => match self.csi.controller_expand_volume(request).await {
+                Ok(request) => match csi.controller_expand_volume(request).await {
                     Ok(response) => Ok(ExpandedVolume::from_response(&response, &plan.target)),
                     Err(err) => {
                         call_error = err;
@@ -135,6 +137,19 @@ impl Shared {
         }
         tracing::info!(claim = %key, "expansion done: {}", outcome.event.message);
         (Outcome::Done, claim, volume)
+    }
+
+    /// The request for the PV in its CSI form; the error text when it cannot be built (the driver is not called).
+    async fn expand_request(
+        &self,
+        volume: &PersistentVolume,
+        plan: &ExpandPlan,
+        single_node_multi_writer: bool,
+    ) -> Result<ControllerExpandVolumeRequest, String> {
+        let csi_volume = csi_form(volume, plan.origin).map_err(|e| e.to_string())?;
+        let secrets = self.secret_data(expand_secret_reference(&csi_volume)).await?;
+        controller_expand_volume_request(&csi_volume, &plan.target, single_node_multi_writer, secrets)
+            .map_err(|e| e.to_string())
     }
 
     /// §3 item 30: a failed write is reported as a failed resize.

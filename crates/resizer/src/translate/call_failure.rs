@@ -1,6 +1,6 @@
 //! A driver call that did not succeed, and how upstream words it.
 
-use csi_client::{CallError, Disposition};
+use csi_client::{Call, CallError, Disposition};
 
 /// Why ControllerExpandVolume or ControllerModifyVolume did not succeed.
 #[derive(Debug)]
@@ -21,18 +21,18 @@ impl CallFailure<'_> {
         }
     }
 
-    /// How to read a driver error; `None` when the driver was not called.
-    pub fn disposition(&self) -> Option<Disposition> {
+    /// How to read a driver error of `call`; `None` when the driver was not called.
+    pub fn disposition(&self, call: Call) -> Option<Disposition> {
         match self {
-            CallFailure::Driver(error) => Some(error.disposition()),
+            CallFailure::Driver(error) => Some(error.disposition_for(call)),
             CallFailure::NotCalled(_) => None,
         }
     }
 
-    /// Whether the driver certainly stopped working on the request. Upstream counts Canceled, DeadlineExceeded,
+    /// Whether the driver certainly stopped working on `call`. Upstream counts Canceled, DeadlineExceeded,
     /// Unavailable, ResourceExhausted, Aborted and every non-gRPC error as not final.
-    pub fn is_final(&self) -> bool {
-        self.disposition().is_some_and(Disposition::is_final)
+    pub fn is_final(&self, call: Call) -> bool {
+        self.disposition(call).is_some_and(Disposition::is_final)
     }
 
     /// The gRPC code of a driver error.
@@ -75,7 +75,34 @@ mod tests {
         ];
         for (case, failure, text, is_final) in table {
             assert_eq!(failure.text(), text, "{case}");
-            assert_eq!(failure.is_final(), is_final, "{case}");
+            assert_eq!(failure.is_final(Call::ControllerExpandVolume), is_final, "{case}");
+            assert_eq!(failure.is_final(Call::ControllerModifyVolume), is_final, "{case}");
         }
+    }
+
+    #[test]
+    fn expansion_and_modification_read_codes_differently() {
+        use Call::{ControllerExpandVolume as Expand, ControllerModifyVolume as Modify};
+        use Disposition::*;
+        // (call, code, disposition): §3 item 25 for expansion, §4 item 24 for modification.
+        let table = [
+            (Expand, Code::InvalidArgument, Infeasible),
+            (Expand, Code::OutOfRange, Infeasible),
+            (Expand, Code::NotFound, Infeasible),
+            (Expand, Code::Internal, Final),
+            (Expand, Code::ResourceExhausted, ResourceExhausted),
+            (Expand, Code::Aborted, InProgress),
+            (Modify, Code::InvalidArgument, Infeasible),
+            (Modify, Code::OutOfRange, Final),
+            (Modify, Code::NotFound, Final),
+            (Modify, Code::Internal, Final),
+            (Modify, Code::ResourceExhausted, ResourceExhausted),
+            (Modify, Code::Aborted, InProgress),
+        ];
+        for (call, code, want) in table {
+            let error = CallError::Status { method: "/csi.v1.Controller/X", status: tonic::Status::new(code, "x") };
+            assert_eq!(CallFailure::Driver(&error).disposition(call), Some(want), "{call:?} {code:?}");
+        }
+        assert_eq!(CallFailure::NotCalled("no secret".into()).disposition(Expand), None);
     }
 }

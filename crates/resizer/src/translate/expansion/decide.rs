@@ -13,6 +13,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::migration::{VolumeOrigin, volume_origin};
 use crate::translate::capabilities::Expander;
 use crate::translate::claim::{
     allocated_size, annotation, bound_volume_name, claim_key, conditions, has_true_condition, is_bound, requested_size,
@@ -97,7 +98,7 @@ pub enum Skip {
     NotBound,
     /// The request does not exceed `status.capacity` (item 10).
     NoExpansionRequested,
-    /// The PV is not a CSI volume of this driver (item 11). CSI-migrated in-tree volumes are not supported.
+    /// The PV is neither a CSI volume of this driver nor an in-tree one handed over to it (item 11).
     OtherDriver,
     /// The PV's claimRef does not name this claim (namespace and UID, item 11).
     ClaimRefMismatch,
@@ -126,6 +127,9 @@ pub struct ExpandPlan {
     pub resizing: PlannedEvent,
     /// False for a node-only driver: no call, the answer is [`super::result::ExpandedVolume::node_only`] (item 4).
     pub call_driver: bool,
+    /// How the driver comes to expand the PV: a migrated in-tree PV is translated for the request
+    /// ([`super::migration::csi_form`]) and the call is counted with `migrated="true"`.
+    pub origin: VolumeOrigin,
 }
 
 /// The sizes the rules look at (a missing size reads as zero, as in Go).
@@ -259,9 +263,9 @@ fn expansion_action(
     if sizes.requested.bytes <= sizes.capacity.bytes {
         return skip(Skip::NoExpansionRequested);
     }
-    if volume.spec.as_ref().and_then(|s| s.csi.as_ref()).map(|csi| csi.driver.as_str()) != Some(&config.driver_name) {
+    let Some(origin) = volume_origin(claim, volume, &config.driver_name) else {
         return skip(Skip::OtherDriver);
-    }
+    };
     if !claim_ref_matches(claim, volume) {
         return skip(Skip::ClaimRefMismatch);
     }
@@ -296,7 +300,15 @@ fn expansion_action(
             conditions: merge_resize_conditions(conditions(claim), vec![resizing_condition], false),
             ..Default::default()
         };
-        return Ok(ExpandPlan { target: sizes.requested.clone(), mark, in_use, before_call, resizing, call_driver });
+        return Ok(ExpandPlan {
+            target: sizes.requested.clone(),
+            mark,
+            in_use,
+            before_call,
+            resizing,
+            call_driver,
+            origin,
+        });
     }
 
     let status = resize_status(claim);
@@ -338,7 +350,7 @@ fn expansion_action(
     if annotation(claim, ANN_NODE_EXPANSION_NOT_REQUIRED).is_some() {
         mark.annotations.insert(ANN_NODE_EXPANSION_NOT_REQUIRED.to_string(), None);
     }
-    Ok(ExpandPlan { target, mark, in_use, before_call, resizing, call_driver })
+    Ok(ExpandPlan { target, mark, in_use, before_call, resizing, call_driver, origin })
 }
 
 /// The PV is already as large as the request, yet the claim has no resize status that explains it: the API server

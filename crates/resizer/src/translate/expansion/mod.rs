@@ -1,10 +1,11 @@
 //! Volume expansion (reference §3): which claim updates matter ([`filter`]), which pods keep claims in use
-//! ([`in_use`]), what one sync does ([`decide`]), the ControllerExpandVolume request ([`request`]) and what its
-//! answer writes back ([`result`]).
+//! ([`in_use`]), what one sync does ([`decide`]), in-tree PVs served through CSI migration ([`migration`]), the
+//! ControllerExpandVolume request ([`request`]) and what its answer writes back ([`result`]).
 
 pub mod decide;
 pub mod filter;
 pub mod in_use;
+pub mod migration;
 pub mod request;
 pub mod result;
 

@@ -15,9 +15,12 @@ use csi_client::access_modes::{AccessModeError, csi_access_mode};
 /// A request that cannot be built; the driver is not called (upstream's non-gRPC errors).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
-    /// Not a CSI volume. Upstream translates CSI-migrated in-tree volumes; this resizer does not.
+    /// Not a CSI volume, nor one served through CSI migration ([`super::migration::csi_form`] translates those).
     #[error("volume {0} is not migrated to CSI")]
     NotCsi(String),
+    /// An in-tree PV handed over through CSI migration whose source does not translate.
+    #[error("failed to translate persistent volume {volume}: {error}")]
+    Translation { volume: String, error: csi_translation::TranslationError },
     #[error("empty volume handle")]
     EmptyVolumeHandle,
     #[error("failed to get capabilities of volume {volume} with {error}")]
@@ -53,8 +56,9 @@ pub fn volume_capability(
     Ok(VolumeCapability { access_mode: Some(AccessMode { mode: mode as i32 }), access_type: Some(access_type) })
 }
 
-/// ControllerExpandVolume for `target` (items 20–23): `required_bytes` only, never `limit_bytes`. `secrets` is the
-/// data of [`expand_secret_reference`]'s Secret, empty without one.
+/// ControllerExpandVolume for `target` (items 20–23): `required_bytes` only, never `limit_bytes`. `volume` is the PV
+/// in its CSI form ([`super::migration::csi_form`]); `secrets` is the data of [`expand_secret_reference`]'s Secret,
+/// empty without one.
 pub fn controller_expand_volume_request(
     volume: &PersistentVolume,
     target: &Size,

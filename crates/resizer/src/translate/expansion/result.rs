@@ -4,8 +4,8 @@
 //! On success the controller writes `volume_patch` first, then `claim_patch`, then records `event`. If a write
 //! fails, it records [`resize_failed_event`] with the write error instead and requeues with backoff.
 
-use csi_client::Disposition;
 use csi_client::proto::ControllerExpandVolumeResponse;
+use csi_client::{Call, Disposition};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tonic::Code;
@@ -153,7 +153,7 @@ fn expansion_failed(
     }
     let mut claim_patch = None;
     if config.recover_volume_expansion_failure {
-        if failure.is_final() {
+        if failure.is_final(Call::ControllerExpandVolume) {
             // Items 27–28: written without a resourceVersion, so a slightly stale claim still records the failure.
             memory.final_errors = SetChange::Insert;
             let error = resize_condition(
@@ -165,7 +165,7 @@ fn expansion_failed(
                 conditions: merge_resize_conditions(conditions(claim), vec![error], true),
                 ..Default::default()
             };
-            if failure.disposition() == Some(Disposition::Infeasible) {
+            if failure.disposition(Call::ControllerExpandVolume) == Some(Disposition::Infeasible) {
                 patch.allocated_resource_status = Some(StorageStatusChange::Set(CONTROLLER_RESIZE_INFEASIBLE));
             } else {
                 memory.slow_set = SetChange::Remove;

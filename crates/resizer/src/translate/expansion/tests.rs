@@ -17,6 +17,8 @@ use serde_json::json;
 use tonic::Code;
 
 use super::decide::*;
+use super::migration::{VolumeOrigin, csi_form};
+use super::request::controller_expand_volume_request;
 use super::result::*;
 use crate::translate::call_failure::CallFailure;
 use crate::translate::capabilities::Expander;
@@ -601,7 +603,12 @@ fn sync_preconditions() {
             Skip::NoExpansionRequested,
         ),
         ("§3 item 11: another driver's PV", claim("2Gi", "1Gi", None, ""), other_driver, Skip::OtherDriver),
-        ("§3 item 11: an in-tree PV", claim("2Gi", "1Gi", None, ""), in_tree, Skip::OtherDriver),
+        (
+            "§3 item 11: an in-tree PV (the driver replaces no plugin)",
+            claim("2Gi", "1Gi", None, ""),
+            in_tree,
+            Skip::OtherDriver,
+        ),
         ("§3 item 11: no claimRef", claim("2Gi", "1Gi", None, ""), no_claim_ref, Skip::ClaimRefMismatch),
         (
             "§3 item 11: claimRef in another namespace",
@@ -624,6 +631,45 @@ fn sync_preconditions() {
             assert_eq!(decision.memory, ExpansionMemoryChange::default(), "{rule}");
         }
     }
+}
+
+/// §3 items 11, 20 and 31 with CSI migration: an in-tree EBS PV handed over to `ebs.csi.aws.com` is expanded with its
+/// translated handle, and only its capacity is written back; the PV keeps its in-tree source.
+#[test]
+fn migrated_in_tree_volume() {
+    const EBS: &str = "ebs.csi.aws.com";
+    let mut in_tree = volume("1Gi");
+    let spec = in_tree.spec.as_mut().unwrap();
+    spec.csi = None;
+    spec.aws_elastic_block_store = Some(k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
+        volume_id: "aws://us-east-1a/vol-0123".into(),
+        ..Default::default()
+    });
+    let ebs = ExpansionConfig { driver_name: EBS.into(), ..config() };
+    let handed_over = with_annotation(claim("2Gi", "1Gi", None, ""), "volume.kubernetes.io/storage-resizer", EBS);
+
+    let decision = decide_expansion(&handed_over, &in_tree, &ebs, &ExpansionMemory::default(), &now());
+    let plan = plan(&decision);
+    assert_eq!(plan.origin, VolumeOrigin::Migrated);
+    assert_eq!(plan.target, size("2Gi"));
+    let not_handed_over =
+        decide_expansion(&claim("2Gi", "1Gi", None, ""), &in_tree, &ebs, &ExpansionMemory::default(), &now());
+    assert_eq!(not_handed_over.action, ExpansionAction::Skip(Skip::OtherDriver), "KCM has not handed it over");
+
+    let csi_volume = csi_form(&in_tree, plan.origin).unwrap();
+    let request = controller_expand_volume_request(&csi_volume, &plan.target, false, Default::default()).unwrap();
+    assert_eq!(request.volume_id, "vol-0123");
+    assert_eq!(request.capacity_range.unwrap().required_bytes, size("2Gi").bytes);
+
+    let response = ControllerExpandVolumeResponse { capacity_bytes: size("2Gi").bytes, node_expansion_required: false };
+    let answer = ExpandedVolume::from_response(&response, &plan.target);
+    let outcome = expansion_outcome(&handed_over, &in_tree, &ebs, Ok(answer), &now());
+    let patch = outcome.volume_patch.expect("the capacity is written back");
+    assert_eq!(patch, VolumePatch { capacity: Some(q("2Gi")), ..Default::default() });
+    let stored = patch.apply(&in_tree);
+    let stored_spec = stored.spec.unwrap();
+    assert!(stored_spec.csi.is_none(), "the PV stays in its in-tree form");
+    assert_eq!(stored_spec.aws_elastic_block_store, in_tree.spec.as_ref().unwrap().aws_elastic_block_store);
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //! On success the controller writes `volume_patch` first (so the PV never lags behind the claim), then
 //! `claim_patch`, then records `event`. A failed write requeues the claim with backoff, without an event.
 
+use csi_client::{Call, Disposition};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use tonic::Code;
 
 use super::decide::{ModificationMemoryChange, ModifyPlan};
 use crate::translate::call_failure::CallFailure;
@@ -59,10 +59,11 @@ pub fn modification_outcome(
     let failure = CallFailure::Driver(error);
     let text = failure.text();
     let mut memory = ModificationMemoryChange::default();
-    let (status, modifying_message, event_message) = if failure.is_final() {
+    let disposition = failure.disposition(Call::ControllerModifyVolume);
+    let (status, modifying_message, event_message) = if disposition.is_some_and(Disposition::is_final) {
         // Item 24: only InvalidArgument is Infeasible; other final errors stay InProgress, no longer uncertain.
         memory.uncertain = SetChange::Remove;
-        let infeasible = error.code() == Code::InvalidArgument;
+        let infeasible = disposition == Some(Disposition::Infeasible);
         if infeasible {
             memory.slow_set = SetChange::Insert;
         }

@@ -1,8 +1,8 @@
 //! What the driver's answer does to a content (reference §3.2 items 2e, 2f and 3): the status to write, whether the
 //! being-created annotation goes, the event, and whether to look again.
 
-use csi_client::CallError;
 use csi_client::proto::Snapshot;
+use csi_client::{Call, CallError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::names::ANN_VOLUME_SNAPSHOT_BEING_CREATED;
@@ -114,7 +114,7 @@ pub fn create_snapshot_failed(content: &VolumeSnapshotContent, phase: Phase, err
     let text = error.go_text();
     let mut failed =
         step_failed(content, phase, &format!("failed to take snapshot of the volume {volume}: {text:?}"), now);
-    if error.disposition().is_final() {
+    if error.disposition_for(Call::CreateSnapshot).is_final() {
         failed.drop_being_created = drop_being_created(content);
     }
     failed

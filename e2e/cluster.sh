@@ -7,7 +7,8 @@
 #   e2e/cluster.sh status   print the state; exit 0 when healthy, 1 when unhealthy, 3 when not started
 #   e2e/cluster.sh env      print `export KUBECONFIG=...` for eval
 #
-# State, certificates and logs live in $CLUSTER_DIR (default e2e/.cluster): kubeconfig, logs/*.log, pids/*.pid.
+# State, certificates and logs live in $CLUSTER_DIR (default e2e/.cluster): kubeconfig, logs/*.log, pids/*.pid;
+# logs/audit.log records every request a ServiceAccount makes (the sidecars under test), at Metadata level.
 # Authentication: the kubeconfig holds a client certificate with CN=e2e-admin, O=system:masters (RBAC is on, so
 # tests can still check other identities through impersonation or ServiceAccount tokens).
 #
@@ -342,6 +343,17 @@ KCM_PORT=$KCM_PORT
 EOF
 	gen_pki
 	write_kubeconfig
+	# Every request a ServiceAccount (a sidecar under test) makes, once answered: what the sidecars cost the API
+	# server (e2e/tests/api_requests.rs counts them per claim) and which calls RBAC refused (code 403).
+	cat >"$CLUSTER_DIR/audit-policy.yaml" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+POLICY
 	log "state in $CLUSTER_DIR (pki, logs, pids) prepared at +$(since "$t0") s"
 
 	local peer="http://127.0.0.1:$ETCD_PEER_PORT" client="http://127.0.0.1:$ETCD_PORT"
@@ -367,6 +379,8 @@ EOF
 		--disable-admission-plugins=ServiceAccount \
 		--allow-privileged=true \
 		--feature-gates="$FEATURE_GATES" \
+		--audit-policy-file="$CLUSTER_DIR/audit-policy.yaml" --audit-log-path="$LOGS/audit.log" \
+		--audit-log-maxbackup=0 --audit-log-mode=blocking \
 		${CLUSTER_APISERVER_EXTRA_ARGS:-}
 	wait_healthy kube-apiserver || { stop_all; die "kube-apiserver failed to start"; }
 

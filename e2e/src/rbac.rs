@@ -132,6 +132,7 @@ impl Rules {
 pub struct SidecarIdentity {
     kubeconfig: PathBuf,
     cluster_binding: String,
+    username: String,
 }
 
 impl SidecarIdentity {
@@ -160,7 +161,11 @@ impl SidecarIdentity {
         let account_object = ServiceAccount { metadata: named(account), ..Default::default() };
         accounts.create(&params, &account_object).await.expect("create the sidecar's ServiceAccount");
 
-        let identity = SidecarIdentity { kubeconfig: dir.join(format!("{account}.kubeconfig")), cluster_binding };
+        let identity = SidecarIdentity {
+            kubeconfig: dir.join(format!("{account}.kubeconfig")),
+            cluster_binding,
+            username: format!("system:serviceaccount:{namespace}:{account}"),
+        };
         let cluster_role = ClusterRole {
             metadata: named(&identity.cluster_binding),
             rules: Some(rules.cluster.clone()),
@@ -204,6 +209,11 @@ impl SidecarIdentity {
     /// The ClusterRole (and ClusterRoleBinding) name: `<namespace>-<account>`.
     pub fn cluster_role(&self) -> &str {
         &self.cluster_binding
+    }
+
+    /// The user the API server sees: `system:serviceaccount:<namespace>:<account>` (as in its audit log).
+    pub fn username(&self) -> &str {
+        &self.username
     }
 
     /// `--kubeconfig=<file>`.

@@ -21,6 +21,9 @@ use crate::translate::secrets::Credentials;
 impl Shared {
     pub(super) async fn sync_volume(&self, name: &str) -> Outcome {
         let Some(stored) = self.stores.volume(name) else { return Outcome::Done };
+        if stored.metadata.uid.as_ref().is_some_and(|uid| self.deleted_volumes().contains(uid)) {
+            return Outcome::Done;
+        }
         let (volume, migrated) = match self.csi_volume(&stored) {
             Ok(translated) => translated,
             Err(err) => {
@@ -78,6 +81,9 @@ impl Shared {
         if let Err(err) = self.patch_volume(name, volume_finalizer_patch(false)).await {
             tracing::warn!(volume = %name, error = %err, "cannot remove the PV finalizer yet");
             return Outcome::Retry;
+        }
+        if let Some(uid) = &volume.metadata.uid {
+            self.deleted_volumes().insert(uid.clone());
         }
         tracing::info!(volume = %name, "volume deleted");
         self.metrics.deleted(&class, started.elapsed());

@@ -30,7 +30,7 @@ mod recover;
 mod snapshot_source;
 mod stores;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -90,6 +90,9 @@ struct Shared {
     own_writes: Mutex<OwnWrites>,
     /// `--node-deployment`: per claim UID, the tries at becoming its owner so far (the backoff of item 72).
     ownership_attempts: Mutex<HashMap<String, u32>>,
+    /// PVs (by UID) this provisioner deleted whose removal the cache has not shown yet: their watch events must not
+    /// repeat the deletion (memory only; after a restart one repeat is harmless, DeleteVolume is idempotent).
+    deleted_volumes: Mutex<HashSet<String>>,
     /// Fires when the controllers stop, so that a worker waiting to own a claim gives up at once.
     stopping: CancellationToken,
     metrics: ProvisioningMetrics,
@@ -122,6 +125,7 @@ impl Controller {
             pins: Mutex::default(),
             own_writes: Mutex::default(),
             ownership_attempts: Mutex::default(),
+            deleted_volumes: Mutex::default(),
             stopping: CancellationToken::new(),
             metrics,
             capacity: None,
@@ -226,6 +230,10 @@ impl Shared {
 
     fn keep_pin(&self, uid: &str, pin: TopologyPin) {
         self.pins.lock().unwrap_or_else(|p| p.into_inner()).insert(uid.to_string(), pin);
+    }
+
+    fn deleted_volumes(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.deleted_volumes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn own_writes(&self) -> std::sync::MutexGuard<'_, OwnWrites> {

@@ -193,9 +193,8 @@ impl Shared {
             }
         };
         self.save_volume(&pv).await?;
-        // The PV exists: the finalizer has done its job. Should this fail, the PV's watch event queues the claim
-        // again and the next run releases it.
-        self.remove_claim_finalizer_logged(&protected).await;
+        // The PV exists: the finalizer has done its job. It comes off in the claim's next sync once the PV binder has
+        // bound the claim ([`crate::translate::in_flight`]), so that the two do not write the claim at once.
         if let Some(source) = &snapshot_source {
             self.release_snapshot(claim, source).await;
         }

@@ -142,6 +142,11 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
 
     let s = shared.clone();
     watches.watch(feeds.volumes, Api::all(client.clone()), move |change| {
+        if let Change::Deleted(volume) = &change
+            && let Some(uid) = &volume.metadata.uid
+        {
+            s.deleted_volumes().remove(uid);
+        }
         if let Change::Applied { object: volume, .. } = change {
             if let Some(name) = volume.metadata.name.clone() {
                 s.volumes.add(name);

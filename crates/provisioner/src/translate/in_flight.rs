@@ -19,7 +19,9 @@ use super::refusal::ProvisioningState;
 pub enum InFlight {
     /// No finalizer, or provisioning simply goes on.
     Nothing,
-    /// The PV exists (or the claim is bound): the finalizer has done its job, remove it.
+    /// The PV exists (or the claim names its volume) and the claim is Bound or being deleted: the finalizer has done
+    /// its job, remove it. Waiting for Bound lets the PV binder finish its own writes of the claim first, so that the
+    /// removal (a guarded update) does not meet a Conflict and cost a read and a second write.
     Release,
     /// The claim is being deleted before its PV was written: find the volume by name, delete it, then remove the
     /// finalizer.
@@ -38,13 +40,14 @@ pub fn in_flight(claim: &PersistentVolumeClaim, provisioner: &Provisioner, volum
         return InFlight::Nothing;
     }
     let bound = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_some_and(|v| !v.is_empty());
-    if volume_exists || bound {
-        return InFlight::Release;
+    let deleting = claim.metadata.deletion_timestamp.is_some();
+    let settled = deleting || claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+    match (volume_exists || bound, settled, deleting) {
+        (true, true, _) => InFlight::Release,
+        (true, false, _) => InFlight::Nothing,
+        (false, _, true) => InFlight::Recover,
+        (false, _, false) => InFlight::Nothing,
     }
-    if claim.metadata.deletion_timestamp.is_some() {
-        return InFlight::Recover;
-    }
-    InFlight::Nothing
 }
 
 /// After a failed CreateVolume: may the finalizer go? Only when the driver's answer says it is not creating the
@@ -56,7 +59,7 @@ pub fn driver_is_done(state: ProvisioningState) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::PersistentVolumeClaimSpec;
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaimSpec, PersistentVolumeClaimStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
     use k8s_openapi::jiff::Timestamp;
 
@@ -66,6 +69,12 @@ mod tests {
     const DRIVER: &str = "hostpath.csi.k8s.io";
 
     fn claim(finalizer: bool, deleting: bool, volume_name: Option<&str>) -> PersistentVolumeClaim {
+        let mut claim = pending(finalizer, deleting, volume_name);
+        claim.status = Some(PersistentVolumeClaimStatus { phase: Some("Bound".into()), ..Default::default() });
+        claim
+    }
+
+    fn pending(finalizer: bool, deleting: bool, volume_name: Option<&str>) -> PersistentVolumeClaim {
         PersistentVolumeClaim {
             metadata: ObjectMeta {
                 name: Some("data".into()),
@@ -107,6 +116,16 @@ mod tests {
         let provisioner = Provisioner::new(DRIVER);
         for (rule, finalizer, deleting, volume_name, exists, want) in table {
             assert_eq!(in_flight(&claim(finalizer, deleting, volume_name), &provisioner, exists), want, "{rule}");
+        }
+        // Not Bound yet: the PV binder is still writing the claim, the finalizer waits for it (unless deleted).
+        let waiting = [
+            ("PV exists, claim still Pending: wait for the binder", false, None, true, Nothing),
+            ("volumeName set, phase not Bound yet: wait", false, Some("pvc-1"), false, Nothing),
+            ("PV exists, Pending claim deleted: release", true, None, true, Release),
+            ("Pending claim deleted before its PV: recover", true, None, false, Recover),
+        ];
+        for (rule, deleting, volume_name, exists, want) in waiting {
+            assert_eq!(in_flight(&pending(true, deleting, volume_name), &provisioner, exists), want, "{rule}");
         }
         let other = Provisioner::new("other.csi.k8s.io");
         assert_eq!(in_flight(&claim(true, true, None), &other, false), Nothing, "another driver's claim");

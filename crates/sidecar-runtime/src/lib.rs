@@ -18,6 +18,7 @@
 //! - [`Sidecar::connect_driver`]: the CSI driver connection every sidecar opens the same way.
 //! - [`Sidecar`]: the handful of calls a sidecar's `main.rs` makes.
 
+pub mod api_error;
 mod driver;
 pub mod events;
 pub mod flags;

@@ -1,0 +1,7 @@
+//! The I/O halves of the group rules: watches, queues and API writes that carry out what [`crate::translate`]
+//! decides.
+//!
+//! - [`common`]: the snapshot-controller's group loop (run inside the snapshot-controller binary when
+//!   `--feature-gates=CSIVolumeGroupSnapshot=true`).
+
+pub mod common;

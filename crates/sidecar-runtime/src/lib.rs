@@ -32,6 +32,7 @@ pub mod quantity;
 pub mod queue;
 pub mod rate_limit;
 pub mod run;
+pub mod secrets;
 pub mod shutdown;
 mod sidecar;
 pub mod update;

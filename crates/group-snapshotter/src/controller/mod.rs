@@ -3,5 +3,7 @@
 //!
 //! - [`common`]: the snapshot-controller's group loop (run inside the snapshot-controller binary when
 //!   `--feature-gates=CSIVolumeGroupSnapshot=true`).
+//! - [`sidecar`]: csi-snapshotter's group loop (and csi-group-snapshotter's, alone).
 
 pub mod common;
+pub mod sidecar;

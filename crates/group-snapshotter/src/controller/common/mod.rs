@@ -15,6 +15,8 @@ mod members;
 mod stores;
 mod writes;
 
+pub use writes::now;
+
 use std::sync::Arc;
 use std::time::Duration;
 

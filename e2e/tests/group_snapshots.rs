@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim, has_finalizer};
-use csi_sidecars_e2e::{Cluster, Sidecar, SidecarIdentity, binary, eventually, install_snapshot_crds, wait_for};
+use csi_sidecars_e2e::{Cluster, Rules, Sidecar, SidecarIdentity, binary, eventually, install_snapshot_crds, wait_for};
 use k8s_openapi::api::core::v1::TypedLocalObjectReference;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -27,15 +27,27 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// A sidecar of the snapshot pair as a ServiceAccount with upstream's rules, group snapshots on. The process comes
 /// first so that it stops before the identity's bindings go.
 async fn start(world: &mut World, sidecar: Sidecar, name: &str) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
-    let identity = SidecarIdentity::create(&world.client, world.ns(), sidecar, world.scenario.dir()).await;
+    start_with(world, sidecar, name, &[GATE]).await
+}
+
+/// [`start`] with other flags than the gate.
+async fn start_with(
+    world: &mut World,
+    sidecar: Sidecar,
+    name: &str,
+    extra: &[&str],
+) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
+    // csi-group-snapshotter has csi-snapshotter's rules, under an account of its own beside it.
+    let identity =
+        SidecarIdentity::with_rules(&world.client, world.ns(), name, Rules::of(sidecar), world.scenario.dir()).await;
     let mut args = vec![
         identity.kubeconfig_flag(),
-        GATE.to_string(),
         "--retry-interval-start=200ms".to_string(),
         "--retry-interval-max=2s".to_string(),
         "-v=5".to_string(),
     ];
-    if name == "csi-snapshotter" {
+    args.extend(extra.iter().map(|a| a.to_string()));
+    if name != "snapshot-controller" {
         args.push(format!("--csi-address={}", world.socket.display()));
     }
     let process = world.scenario.start(name, &binary(name), &args);
@@ -273,6 +285,41 @@ async fn a_database_is_snapshotted_as_one_group_restored_and_deleted() {
     groups.groups().delete("nothing", &DeleteParams::default()).await.unwrap();
     eventually("the other groups are gone", TIMEOUT, || async {
         groups.groups().list(&ListParams::default()).await.is_ok_and(|l| l.items.is_empty())
+    })
+    .await;
+}
+
+/// csi-group-snapshotter runs the group loop alone, beside a csi-snapshotter without the gate, under a Lease of its
+/// own.
+#[tokio::test]
+async fn csi_group_snapshotter_cuts_groups_alone_under_its_own_lease() {
+    let _turn = SERIAL.lock().await;
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let mut world = World::new("groupalone", &[]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    let _controller = start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
+    let _snapshotter = start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[]).await;
+    let namespace = format!("--leader-election-namespace={}", world.ns());
+    let _groups_alone =
+        start_with(&mut world, Sidecar::Snapshotter, "csi-group-snapshotter", &["--leader-election", &namespace]).await;
+    let groups = Groups::default_class(&world).await;
+    for name in ["a", "b"] {
+        labelled_claim(&world, name, &storage_class, &[("app", "queue")]).await;
+        world.bound(name).await;
+    }
+
+    let group = groups.group("queue", json!({"matchLabels": {"app": "queue"}})).await;
+    groups.ready("queue").await;
+    groups.ready_members(&group, 2).await;
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(world.client.clone(), world.ns());
+    let lease_name = format!("external-snapshotter-group-leader-{}", world.driver.replace(['.', '/', '_'], "-"));
+    let lease = leases.get(&lease_name).await.expect("csi-group-snapshotter's Lease");
+    assert!(lease.spec.and_then(|s| s.holder_identity).is_some_and(|h| !h.is_empty()));
+
+    groups.groups().delete("queue", &DeleteParams::default()).await.unwrap();
+    eventually("group snapshot queue is gone", TIMEOUT, || async {
+        matches!(groups.groups().get_opt("queue").await, Ok(None))
     })
     .await;
 }

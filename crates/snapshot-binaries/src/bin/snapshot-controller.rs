@@ -38,8 +38,12 @@ async fn main() -> anyhow::Result<()> {
     let metrics = SnapshotMetrics::register(sidecar.registry());
     let group_options =
         group::Options { workers: options.workers, retry: options.retry, resync_period: options.resync_period };
-    let groups = features
-        .volume_group_snapshot
+    let mut serve_groups = features.volume_group_snapshot;
+    if serve_groups && let Err(error) = group::crds_served(&sidecar.client()).await {
+        tracing::warn!(%error, "CSIVolumeGroupSnapshot is on but the group snapshot CRDs are not served: no group snapshots");
+        serve_groups = false;
+    }
+    let groups = serve_groups
         .then(|| group::Controller::new(sidecar.client(), events.clone(), group_options, Some(&queue_metrics)));
     let controller = Controller::new(sidecar.client(), events, options, Some(&queue_metrics), metrics);
     if let Some(address) = sidecar.serve_http().await? {

@@ -88,3 +88,15 @@ impl Controller {
             .await;
     }
 }
+
+/// Whether the API server serves the three group snapshot kinds (one-item lists). Upstream's controller serves group
+/// snapshots only when the gate is on and these CRDs exist; a cluster without them keeps its single snapshots.
+pub async fn crds_served(client: &kube::Client) -> Result<(), kube::Error> {
+    use kube::api::{Api, ListParams};
+    use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent};
+    let one = ListParams::default().limit(1);
+    Api::<VolumeGroupSnapshot>::all(client.clone()).list_metadata(&one).await?;
+    Api::<VolumeGroupSnapshotClass>::all(client.clone()).list_metadata(&one).await?;
+    Api::<VolumeGroupSnapshotContent>::all(client.clone()).list_metadata(&one).await?;
+    Ok(())
+}

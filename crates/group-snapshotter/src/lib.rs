@@ -8,4 +8,6 @@
 //!   driver's group contents.
 //!
 //! - [`translate`]: the pure rules of both (reference: ../shared/reference/external-snapshotter.md §4).
+//! - [`controller`]: the watches, queues and writes that carry them out.
+pub mod controller;
 pub mod translate;

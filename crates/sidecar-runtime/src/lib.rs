@@ -18,6 +18,7 @@
 //! - [`Sidecar::connect_driver`]: the CSI driver connection every sidecar opens the same way.
 //! - [`Sidecar`]: the handful of calls a sidecar's `main.rs` makes.
 
+pub mod api_error;
 mod driver;
 pub mod events;
 pub mod flags;
@@ -31,6 +32,7 @@ pub mod quantity;
 pub mod queue;
 pub mod rate_limit;
 pub mod run;
+pub mod secrets;
 pub mod shutdown;
 mod sidecar;
 pub mod update;

@@ -37,3 +37,12 @@ pub const EVENT_SNAPSHOT_DELETE_PENDING: &str = "SnapshotDeletePending";
 pub const EVENT_GROUP_SNAPSHOT_CREATION_FAILED: &str = "GroupSnapshotCreationFailed";
 /// Warning: DeleteVolumeGroupSnapshot failed, or could not be asked.
 pub const EVENT_GROUP_SNAPSHOT_DELETE_ERROR: &str = "GroupSnapshotDeleteError";
+
+/// Warning: the class the group snapshot names does not exist.
+pub const EVENT_GET_CLASS_FAILED: &str = "GetGroupSnapshotClassFailed";
+/// Warning: the content the group snapshot is bound to points at another group snapshot.
+pub const EVENT_CONTENT_MISBOUND: &str = "GroupSnapshotContentMisbound";
+/// Warning: a member VolumeSnapshot could not be deleted with its group.
+pub const EVENT_SNAPSHOT_DELETE_ERROR: &str = "SnapshotDeleteError";
+/// Warning: the group's content could not be deleted.
+pub const EVENT_CONTENT_DELETE_ERROR: &str = "GroupSnapshotContentObjectDeleteError";

@@ -29,6 +29,12 @@ pub fn snapshotter_lease_name(driver: &str) -> String {
     sanitize_name(&format!("external-snapshotter-leader-{driver}"))
 }
 
+/// csi-group-snapshotter (the group loop alone, beside a csi-snapshotter running the single-snapshot one):
+/// `external-snapshotter-group-leader-<driver>`, so that it never contends with that csi-snapshotter.
+pub fn group_snapshotter_lease_name(driver: &str) -> String {
+    sanitize_name(&format!("external-snapshotter-group-leader-{driver}"))
+}
+
 /// snapshot-controller: one fixed name, whatever the drivers.
 pub const SNAPSHOT_CONTROLLER_LEASE_NAME: &str = "snapshot-controller-leader";
 
@@ -62,6 +68,13 @@ mod tests {
     }
 
     type NameOf = fn(&str) -> String;
+
+    #[test]
+    fn the_group_snapshotter_has_a_lease_of_its_own() {
+        let name = group_snapshotter_lease_name("hostpath.csi.k8s.io");
+        assert_eq!(name, "external-snapshotter-group-leader-hostpath-csi-k8s-io");
+        assert_ne!(name, snapshotter_lease_name("hostpath.csi.k8s.io"));
+    }
 
     #[test]
     fn lease_names_per_sidecar() {

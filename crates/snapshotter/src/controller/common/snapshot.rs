@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, ResourceExt};
 use sidecar_runtime::Outcome;
-use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
+use snapshot_api::{VolumeGroupSnapshot, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
 use super::metrics::{CREATE_SNAPSHOT, CREATE_SNAPSHOT_AND_READY, DELETE_SNAPSHOT, DYNAMIC, PRE_PROVISIONED};
@@ -24,7 +24,9 @@ use crate::translate::common::finalizers::{
     claim_finalizer_before_create, claim_finalizer_removal, claim_finalizer_removal_failed, snapshot_finalizer_failed,
     snapshot_finalizers,
 };
-use crate::translate::common::names::{bound_content_name, is_created, is_ready, not_found_text, snapshot_key};
+use crate::translate::common::names::{
+    bound_content_name, is_created, is_ready, not_found_text, parent_group_snapshot, snapshot_key,
+};
 use crate::translate::common::source_volume::{
     SourceVolumeError, csi_source, source_claim_name, verify_binding, volume_to_read,
 };
@@ -80,9 +82,17 @@ async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry
         Ok(source) => matches!(source, SnapshotSource::Content(_)),
         Err(failure) => return shared.fail(&snapshot, failure).await,
     };
-    let stored = shared.stores.content(&expected_content_name(&snapshot));
+    // A group member's content is the one its group made, named in its status; it is never created here (the
+    // group snapshotter writes that status right after creating both).
+    let group = parent_group_snapshot(&snapshot).map(str::to_string);
+    let stored = match &group {
+        Some(_) => bound_content_name(&snapshot).and_then(|name| shared.stores.content(name)),
+        None => shared.stores.content(&expected_content_name(&snapshot)),
+    };
     let accepted = if preprovisioned {
         preprovisioned_content(&snapshot, stored.as_deref())
+    } else if group.is_some() {
+        Ok(stored.as_deref())
     } else {
         dynamic_content(&snapshot, stored.as_deref())
     };
@@ -115,6 +125,14 @@ async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry
         };
     }
 
+    // 7a. A group member: carry its content's status over once the group has bound them.
+    if let Some(group) = &group {
+        return match content {
+            Some(content) => update_status(shared, &snapshot, &content, Some(group)).await,
+            None => Ok(()),
+        };
+    }
+
     // 7. Pre-provisioned: bind, then carry the status over.
     if preprovisioned {
         let Some(mut content) = content else { return shared.fail(&snapshot, content_missing(&snapshot)).await };
@@ -123,7 +141,7 @@ async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry
             Ok(None) => {}
             Err(failure) => return shared.fail(&snapshot, failure).await,
         }
-        return update_status(shared, &snapshot, &content).await;
+        return update_status(shared, &snapshot, &content, None).await;
     }
 
     // 8. Dynamic: the content exists, or is created now.
@@ -131,7 +149,7 @@ async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry
         Some(content) => content,
         None => create_content(shared, &snapshot, class.as_deref()).await?,
     };
-    update_status(shared, &snapshot, &content).await
+    update_status(shared, &snapshot, &content, None).await
 }
 
 /// Step 2: the class the snapshot names, or its driver's default written into the snapshot (`snapshot` is then the
@@ -242,8 +260,9 @@ async fn update_status(
     shared: &Shared,
     snapshot: &VolumeSnapshot,
     content: &VolumeSnapshotContent,
+    group: Option<&str>,
 ) -> Result<(), Retry> {
-    let update = snapshot_status(snapshot, content, None);
+    let update = snapshot_status(snapshot, content, group);
     if let Some(write) = &update.write {
         let stored = shared.write_status(snapshot, write).await?;
         let uid = stored.uid().unwrap_or_default();
@@ -265,8 +284,8 @@ async fn delete(shared: &Shared, snapshot: &VolumeSnapshot) -> Result<(), Retry>
     let namespace = snapshot.namespace().unwrap_or_default();
     let content = deletion_content_name(snapshot).and_then(|name| shared.stores.content(&name));
     let claims = shared.stores.claims_in(&namespace);
-    // Group snapshots are not served yet, so no snapshot belongs to a live group.
-    let deletion = match snapshot_deletion(snapshot, content.as_deref(), claims.iter().map(|c| &**c), false) {
+    let in_live_group = group_is_live(shared, snapshot).await?;
+    let deletion = match snapshot_deletion(snapshot, content.as_deref(), claims.iter().map(|c| &**c), in_live_group) {
         Ok(Some(deletion)) => deletion,
         Ok(None) => return Ok(()),
         Err(failure) => return shared.fail(snapshot, failure).await,
@@ -296,6 +315,19 @@ async fn delete(shared: &Shared, snapshot: &VolumeSnapshot) -> Result<(), Retry>
         shared.patch_snapshot(snapshot, patch).await?;
     }
     Ok(())
+}
+
+/// Whether the VolumeGroupSnapshot named in the snapshot's `status.volumeGroupSnapshotName` exists and is not being
+/// deleted, read fresh. Beyond upstream, a group being deleted no longer holds its members: it deletes them itself
+/// (after checking no restore reads them), and they go at once instead of at their next retry after the group.
+async fn group_is_live(shared: &Shared, snapshot: &VolumeSnapshot) -> Result<bool, Retry> {
+    let Some(group) = snapshot.status.as_ref().and_then(|s| s.volume_group_snapshot_name.as_deref()) else {
+        return Ok(false);
+    };
+    let groups: Api<VolumeGroupSnapshot> =
+        Api::namespaced(shared.client.clone(), &snapshot.namespace().unwrap_or_default());
+    let found = groups.get_opt(group).await?;
+    Ok(found.is_some_and(|g| g.metadata.deletion_timestamp.is_none()))
 }
 
 /// Takes `pvc-as-source-protection` off the claim when no snapshot (but `skip`) is being cut from it any more.

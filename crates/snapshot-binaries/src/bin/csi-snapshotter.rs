@@ -3,7 +3,9 @@
 
 use anyhow::Context;
 use csi_client::capabilities::ControllerCapability;
+use group_snapshotter::controller::sidecar as group;
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
+use snapshot_binaries::group_loop;
 use snapshotter::controller::sidecar::{Controller, Options};
 use snapshotter::flags::sidecar::Args;
 use snapshotter::translate::sidecar::lease_name;
@@ -23,9 +25,8 @@ async fn main() -> anyhow::Result<()> {
         std::process::exit(1);
     }
     let snapshotter = args.snapshotter(&driver, capabilities.has(ControllerCapability::ListSnapshots));
-    if features.volume_group_snapshot {
-        tracing::warn!("CSIVolumeGroupSnapshot is on, but this csi-snapshotter does not serve group snapshots yet");
-    }
+    // The group loop runs when the gate is on and the driver has group snapshots (upstream's condition).
+    let groups = features.volume_group_snapshot && group_loop::driver_has_group_snapshots(&csi).await?;
     if let Some(node) = &node_name {
         tracing::info!(%node, "node deployment: handling only the contents labelled with this node");
     }
@@ -39,11 +40,24 @@ async fn main() -> anyhow::Result<()> {
         node_name,
     };
     let events = sidecar.events(options.snapshotter.event_component());
+    let groups = groups.then(|| {
+        let group_options = group_loop::options(&args, &driver);
+        group::Controller::new(sidecar.client(), csi.clone(), events.clone(), group_options, Some(&queue_metrics))
+    });
     let controller = Controller::new(sidecar.client(), csi, events, options, Some(&queue_metrics));
 
     if let Some(address) = sidecar.serve_http().await? {
         tracing::info!(%address, "serving metrics and health checks");
     }
-    sidecar.run(&lease_name(&driver), args.timeout, |stop| controller.run(stop)).await?;
+    sidecar
+        .run(&lease_name(&driver), args.timeout, |stop| async move {
+            let groups = async {
+                if let Some(groups) = groups {
+                    groups.run(stop.clone()).await;
+                }
+            };
+            tokio::join!(controller.run(stop.clone()), groups);
+        })
+        .await?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use group_snapshotter::controller::common as group;
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
 use snapshotter::controller::common::crds::wait_for_crds;
 use snapshotter::controller::common::metrics::SnapshotMetrics;
@@ -20,9 +21,6 @@ async fn main() -> anyhow::Result<()> {
     let features = args.validate()?;
     let mut sidecar = Sidecar::start(&args.common).await?;
     wait_for_crds(&sidecar.client(), args.retry_crd_interval_max).await?;
-    if features.volume_group_snapshot {
-        tracing::warn!("CSIVolumeGroupSnapshot is on, but this snapshot-controller does not serve group snapshots yet");
-    }
     if args.enable_distributed_snapshotting {
         tracing::warn!("--enable-distributed-snapshotting is accepted but contents are not labelled with a node yet");
     }
@@ -38,10 +36,28 @@ async fn main() -> anyhow::Result<()> {
     let queue_metrics = QueueMetrics::register(sidecar.registry());
     let events = sidecar.events(EVENT_COMPONENT);
     let metrics = SnapshotMetrics::register(sidecar.registry());
+    let group_options =
+        group::Options { workers: options.workers, retry: options.retry, resync_period: options.resync_period };
+    let mut serve_groups = features.volume_group_snapshot;
+    if serve_groups && let Err(error) = group::crds_served(&sidecar.client()).await {
+        tracing::warn!(%error, "CSIVolumeGroupSnapshot is on but the group snapshot CRDs are not served: no group snapshots");
+        serve_groups = false;
+    }
+    let groups = serve_groups
+        .then(|| group::Controller::new(sidecar.client(), events.clone(), group_options, Some(&queue_metrics)));
     let controller = Controller::new(sidecar.client(), events, options, Some(&queue_metrics), metrics);
     if let Some(address) = sidecar.serve_http().await? {
         tracing::info!(%address, "serving metrics and health checks");
     }
-    sidecar.run(LEASE_NAME, DRAIN, |stop| controller.run(stop)).await?;
+    sidecar
+        .run(LEASE_NAME, DRAIN, |stop| async move {
+            let groups = async {
+                if let Some(groups) = groups {
+                    groups.run(stop.clone()).await;
+                }
+            };
+            tokio::join!(controller.run(stop.clone()), groups);
+        })
+        .await?;
     Ok(())
 }

@@ -1,0 +1,211 @@
+//! The group worker: one VolumeGroupSnapshot (`namespace/name`) per run. Every decision is a translate call; this
+//! file reads, writes and records.
+//!
+//! A dynamic group snapshot goes: selection and class → its content `groupsnapcontent-<uid>` (created once) →
+//! the bound-protection finalizers → the members, once csi-snapshotter has filled the content's status → the
+//! content's status carried to the group. Deletion follows [`crate::translate::deletion::group_deletion`].
+
+use std::collections::BTreeMap;
+
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use sidecar_runtime::{Outcome, PlannedEvent};
+use snapshot_api::names::{FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND, FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND};
+use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot};
+
+use super::Shared;
+use super::members::ensure_members;
+use super::writes::{Retry, api_error_text, create_or_get, delete_by_name};
+use crate::translate::content::{dynamic_content, dynamic_content_name};
+use crate::translate::default_class::{default_group_class, group_driver};
+use crate::translate::deletion::group_deletion;
+use crate::translate::names::{
+    ANN_VALUE_YES, ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_CONTENT_CREATION_FAILED, EVENT_CONTENT_DELETE_ERROR,
+    EVENT_CONTENT_MISBOUND, EVENT_CREATING_GROUP_SNAPSHOT, EVENT_GET_CLASS_FAILED, EVENT_SNAPSHOT_DELETE_ERROR,
+};
+use crate::translate::secrets::{TemplateValues, deletion_secret};
+use crate::translate::selection::{check_driver, select_volumes};
+use crate::translate::status::group_status;
+
+/// One run of a group snapshot key.
+pub(super) async fn sync_group(shared: &Shared, key: &str) -> Outcome {
+    let Some(group) = shared.stores.group(key) else { return Outcome::Done };
+    match sync(shared, (*group).clone()).await {
+        Ok(()) => Outcome::Done,
+        Err(Retry(error)) => {
+            tracing::info!(group = %key, %error, "group snapshot sync failed, retrying");
+            Outcome::Retry
+        }
+    }
+}
+
+/// The content that belongs to the group: the bound one, else `groupsnapcontent-<uid>`.
+fn content_name(group: &VolumeGroupSnapshot) -> String {
+    let bound = group.status.as_ref().and_then(|s| s.bound_volume_group_snapshot_content_name.clone());
+    bound.unwrap_or_else(|| dynamic_content_name(&group.uid().unwrap_or_default()))
+}
+
+async fn sync(shared: &Shared, group: VolumeGroupSnapshot) -> Result<(), Retry> {
+    if group.metadata.deletion_timestamp.is_some() {
+        return delete(shared, &group).await;
+    }
+    if group.spec.source.volume_group_snapshot_content_name.is_some() {
+        tracing::info!(group = %group.name_any(), "pre-provisioned group snapshots are not served yet");
+        return Ok(());
+    }
+    let (group, content) = match shared.stores.group_content(&content_name(&group)) {
+        Some(content) => (group, (*content).clone()),
+        None => create_content(shared, group).await?,
+    };
+    let reference = &content.spec.volume_group_snapshot_ref;
+    if reference.uid != group.metadata.uid || reference.name != group.metadata.name {
+        let message =
+            format!("VolumeGroupSnapshotContent {} is bound to a different group snapshot", content.name_any());
+        return Err(shared.refuse(&group, &[PlannedEvent::warning(EVENT_CONTENT_MISBOUND, message)]).await);
+    }
+
+    // Bound: both get their protection, whatever the deletion policy (upstream 8.2).
+    shared.set_finalizer(&shared.groups_api(&group), &group, FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND, true).await?;
+    let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
+    shared.set_finalizer(&contents, &content, FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND, true).await?;
+
+    ensure_members(shared, &group, &content).await?;
+
+    let (status, events) = group_status(&group, &content);
+    if group.status.as_ref() != Some(&status) {
+        let stored = shared.write_group_status(&group, &status).await?;
+        for event in &events {
+            shared.record(&stored, event).await;
+        }
+    }
+    Ok(())
+}
+
+/// The claims' volumes, the class (the driver's default written into the group when it names none), then the
+/// content. Returns the group as stored and the content.
+async fn create_content(
+    shared: &Shared,
+    mut group: VolumeGroupSnapshot,
+) -> Result<(VolumeGroupSnapshot, VolumeGroupSnapshotContent), Retry> {
+    let namespace = group.namespace().unwrap_or_default();
+    let claims = shared.stores.claims_in(&namespace);
+    let selected = {
+        let volumes = shared.stores.volumes.state();
+        select_volumes(&group, &claims, |name| volumes.iter().find(|v| v.name_any() == name).map(|v| &**v))
+    };
+    let selected = match selected {
+        Ok(selected) => selected,
+        Err(refusal) => return Err(shared.refuse(&group, &refusal.events).await),
+    };
+
+    let class = match group.spec.volume_group_snapshot_class_name.clone() {
+        Some(name) => match shared.stores.class(&name) {
+            Some(class) => (*class).clone(),
+            None => {
+                let message = format!(
+                    "Failed to get group snapshot class with error volumegroupsnapshotclass.groupsnapshot.storage.k8s.io \"{name}\" not found"
+                );
+                return Err(shared.refuse(&group, &[PlannedEvent::warning(EVENT_GET_CLASS_FAILED, message)]).await);
+            }
+        },
+        None => {
+            let driver = match group_driver(&selected) {
+                Ok(driver) => driver,
+                Err(refusal) => return Err(shared.refuse(&group, &refusal.events).await),
+            };
+            let classes: Vec<VolumeGroupSnapshotClass> =
+                shared.stores.classes.state().iter().map(|c| (**c).clone()).collect();
+            let class = match default_group_class(&classes, driver) {
+                Ok(class) => class.clone(),
+                Err(event) => return Err(shared.refuse(&group, &[event]).await),
+            };
+            let patch = json!({ "spec": { "volumeGroupSnapshotClassName": class.name_any() } });
+            group = shared
+                .groups_api(&group)
+                .patch(&group.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+                .await?;
+            class
+        }
+    };
+    if let Err(refusal) = check_driver(&selected, &class.name_any(), &class.spec.driver) {
+        return Err(shared.refuse(&group, &refusal.events).await);
+    }
+
+    let name = dynamic_content_name(&group.uid().unwrap_or_default());
+    let values = TemplateValues { group_name: &group.name_any(), group_namespace: &namespace, content_name: &name };
+    let secret = match deletion_secret(class.spec.parameters.as_ref(), values) {
+        Ok(secret) => secret,
+        Err(err) => {
+            let event = PlannedEvent::warning(EVENT_CONTENT_CREATION_FAILED, err.to_string());
+            return Err(shared.refuse(&group, &[event]).await);
+        }
+    };
+    let mut content = dynamic_content(&group, &class, &selected, secret.as_ref());
+    content.metadata.finalizers = Some(vec![FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND.into()]);
+    let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
+    let content = match create_or_get(&contents, &content).await {
+        Ok(content) => content,
+        Err(err) => {
+            let message = format!("failed to create group snapshot content with error {}", api_error_text(&err));
+            return Err(shared.refuse(&group, &[PlannedEvent::warning(EVENT_CONTENT_CREATION_FAILED, message)]).await);
+        }
+    };
+    let key = format!("{namespace}/{}", group.name_any());
+    let creating = format!("Waiting for a group snapshot {key} to be created by the CSI driver.");
+    shared.record(&group, &PlannedEvent::normal(EVENT_CREATING_GROUP_SNAPSHOT, creating)).await;
+    let mut status = group.status.clone().unwrap_or_default();
+    status.bound_volume_group_snapshot_content_name = content.metadata.name.clone();
+    status.ready_to_use = Some(false);
+    status.error = None;
+    let group = shared.write_group_status(&group, &status).await?;
+    Ok((group, content))
+}
+
+/// The group snapshot is being deleted: its content is told (and deleted with policy Delete), its members are
+/// deleted, and its finalizer goes once nothing of the group's is left on the storage side to wait for.
+async fn delete(shared: &Shared, group: &VolumeGroupSnapshot) -> Result<(), Retry> {
+    if !group.finalizers().iter().any(|f| f == FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND) {
+        return Ok(());
+    }
+    let content = shared.stores.group_content(&content_name(group));
+    let members: Vec<VolumeSnapshot> = shared.stores.members_of(group);
+    let claims = shared.stores.claims_in(&group.namespace().unwrap_or_default());
+    let deletion = match group_deletion(group, content.as_deref(), &members, &claims) {
+        Ok(deletion) => deletion,
+        Err(event) => {
+            shared.record(group, &event).await;
+            return Err(Retry(event.message));
+        }
+    };
+    let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
+    if let Some(content) = content.as_deref().filter(|_| deletion.mark_content_being_deleted) {
+        let marked = content.annotations().get(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED).is_some();
+        if !marked {
+            let annotations = BTreeMap::from([(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, ANN_VALUE_YES)]);
+            let patch = Patch::Merge(json!({ "metadata": { "annotations": annotations } }));
+            contents.patch(&content.name_any(), &PatchParams::default(), &patch).await?;
+        }
+        if deletion.delete_content
+            && content.metadata.deletion_timestamp.is_none()
+            && let Err(err) = delete_by_name(&contents, &content.name_any()).await
+        {
+            let message = format!("Failed to delete group snapshot content API object: {}", api_error_text(&err));
+            shared.record(group, &PlannedEvent::warning(EVENT_CONTENT_DELETE_ERROR, message.clone())).await;
+            return Err(Retry(message));
+        }
+    }
+    let snapshots: Api<VolumeSnapshot> = Api::namespaced(shared.client.clone(), &group.namespace().unwrap_or_default());
+    for member in &deletion.delete_members {
+        let deleting = members.iter().any(|m| m.name_any() == *member && m.metadata.deletion_timestamp.is_some());
+        if !deleting && let Err(err) = delete_by_name(&snapshots, member).await {
+            let message = format!("Failed to delete snapshot {member}: {}", api_error_text(&err));
+            shared.record(group, &PlannedEvent::warning(EVENT_SNAPSHOT_DELETE_ERROR, message.clone())).await;
+            return Err(Retry(message));
+        }
+    }
+    if deletion.remove_finalizer {
+        shared.set_finalizer(&shared.groups_api(group), group, FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND, false).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! The snapshot-controller's group loop: watches of VolumeGroupSnapshots, their contents and classes, claims,
+//! volumes and the single-snapshot objects the members are; one queue of group snapshots (`namespace/name`), named
+//! as upstream's `snapshot-controller-group-snapshot`. Every change of a group content wakes the group it points
+//! at, so the content needs no queue of its own here.
+//!
+//! - [`group`]: the group worker, in the order [`crate::translate`] documents.
+//! - [`members`]: the member VolumeSnapshotContents and VolumeSnapshots made from the driver's answer.
+//! - [`writes`]: how each write reaches the API server.
+//!
+//! Pre-provisioned group snapshots (`source.volumeGroupSnapshotContentName`) are not served yet: they are logged
+//! and left alone.
+
+mod group;
+mod members;
+mod stores;
+mod writes;
+
+pub use writes::now;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
+use tokio_util::sync::CancellationToken;
+
+use stores::{Feeds, Stores, group_key};
+
+/// How the group loop works, from the snapshot-controller's flags.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--worker-threads`.
+    pub workers: usize,
+    pub retry: RetryPolicy,
+    /// `--resync-period`: every group snapshot is synced again this often.
+    pub resync_period: Duration,
+}
+
+pub struct Controller {
+    shared: Arc<Shared>,
+    feeds: Feeds,
+}
+
+pub(crate) struct Shared {
+    client: kube::Client,
+    events: EventRecorder,
+    options: Options,
+    stores: Stores,
+    groups: WorkQueue<String>,
+}
+
+impl Controller {
+    /// `events` should carry the snapshot-controller's component name: upstream's group events come from it.
+    pub fn new(
+        client: kube::Client,
+        events: EventRecorder,
+        options: Options,
+        queue_metrics: Option<&QueueMetrics>,
+    ) -> Controller {
+        let (stores, feeds) = Stores::new();
+        let groups =
+            WorkQueue::with_optional_metrics("snapshot-controller-group-snapshot", options.retry, queue_metrics);
+        let shared = Shared { client, events, options, stores, groups };
+        Controller { shared: Arc::new(shared), feeds }
+    }
+
+    /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    pub async fn run(self, stop: CancellationToken) {
+        let shared = self.shared;
+        let watches = stores::watches(&shared, self.feeds);
+        watches
+            .serve(&stop, || async {
+                let all_groups = {
+                    let shared = shared.clone();
+                    move || shared.stores.groups.state().iter().map(|g| group_key(g)).collect()
+                };
+                let (workers, period) = (shared.options.workers, shared.options.resync_period);
+                shared
+                    .groups
+                    .run_with_resync(workers, stop.clone(), period, all_groups, {
+                        let shared = shared.clone();
+                        move |key| {
+                            let shared = shared.clone();
+                            async move { group::sync_group(&shared, &key).await }
+                        }
+                    })
+                    .await;
+            })
+            .await;
+    }
+}
+
+/// Whether the API server serves the three group snapshot kinds (one-item lists). Upstream's controller serves group
+/// snapshots only when the gate is on and these CRDs exist; a cluster without them keeps its single snapshots.
+pub async fn crds_served(client: &kube::Client) -> Result<(), kube::Error> {
+    use kube::api::{Api, ListParams};
+    use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent};
+    let one = ListParams::default().limit(1);
+    Api::<VolumeGroupSnapshot>::all(client.clone()).list_metadata(&one).await?;
+    Api::<VolumeGroupSnapshotClass>::all(client.clone()).list_metadata(&one).await?;
+    Api::<VolumeGroupSnapshotContent>::all(client.clone()).list_metadata(&one).await?;
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! The group loop's caches, and which change queues which group snapshot.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, ResourceExt};
+use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
+use snapshot_api::{
+    VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent,
+};
+
+use super::Shared;
+
+/// Read-only views of the caches.
+pub struct Stores {
+    pub groups: Store<VolumeGroupSnapshot>,
+    pub group_contents: Store<VolumeGroupSnapshotContent>,
+    pub classes: Store<VolumeGroupSnapshotClass>,
+    /// Claims and volumes: the selector is applied to the claims, and members are named after the volumes' handles.
+    pub claims: Store<PersistentVolumeClaim>,
+    pub volumes: Store<PersistentVolume>,
+    /// The members, as VolumeSnapshots and VolumeSnapshotContents.
+    pub snapshots: Store<VolumeSnapshot>,
+    pub contents: Store<VolumeSnapshotContent>,
+}
+
+/// The writing halves of the caches, until the watches start.
+pub struct Feeds {
+    groups: CacheFeed<VolumeGroupSnapshot>,
+    group_contents: CacheFeed<VolumeGroupSnapshotContent>,
+    classes: CacheFeed<VolumeGroupSnapshotClass>,
+    claims: CacheFeed<PersistentVolumeClaim>,
+    volumes: CacheFeed<PersistentVolume>,
+    snapshots: CacheFeed<VolumeSnapshot>,
+    contents: CacheFeed<VolumeSnapshotContent>,
+}
+
+/// `namespace/name` of a group snapshot.
+pub fn group_key(group: &VolumeGroupSnapshot) -> String {
+    format!("{}/{}", group.namespace().unwrap_or_default(), group.name_any())
+}
+
+/// `namespace/name` of the group snapshot a group content points at.
+fn referenced_group_key(content: &VolumeGroupSnapshotContent) -> String {
+    let reference = &content.spec.volume_group_snapshot_ref;
+    format!("{}/{}", reference.namespace.as_deref().unwrap_or_default(), reference.name.as_deref().unwrap_or_default())
+}
+
+impl Stores {
+    pub fn new() -> (Stores, Feeds) {
+        let (groups, groups_feed) = watch::cache();
+        let (group_contents, group_contents_feed) = watch::cache();
+        let (classes, classes_feed) = watch::cache();
+        let (claims, claims_feed) = watch::cache();
+        let (volumes, volumes_feed) = watch::cache();
+        let (snapshots, snapshots_feed) = watch::cache();
+        let (contents, contents_feed) = watch::cache();
+        let feeds = Feeds {
+            groups: groups_feed,
+            group_contents: group_contents_feed,
+            classes: classes_feed,
+            claims: claims_feed,
+            volumes: volumes_feed,
+            snapshots: snapshots_feed,
+            contents: contents_feed,
+        };
+        (Stores { groups, group_contents, classes, claims, volumes, snapshots, contents }, feeds)
+    }
+
+    /// The group snapshot of a `namespace/name` key.
+    pub fn group(&self, key: &str) -> Option<Arc<VolumeGroupSnapshot>> {
+        let (namespace, name) = key.split_once('/')?;
+        self.groups.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    pub fn group_content(&self, name: &str) -> Option<Arc<VolumeGroupSnapshotContent>> {
+        self.group_contents.get(&ObjectRef::new(name))
+    }
+
+    pub fn class(&self, name: &str) -> Option<Arc<VolumeGroupSnapshotClass>> {
+        self.classes.get(&ObjectRef::new(name))
+    }
+
+    pub fn snapshot(&self, namespace: &str, name: &str) -> Option<Arc<VolumeSnapshot>> {
+        self.snapshots.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    pub fn content(&self, name: &str) -> Option<Arc<VolumeSnapshotContent>> {
+        self.contents.get(&ObjectRef::new(name))
+    }
+
+    /// The claims of one namespace.
+    pub fn claims_in(&self, namespace: &str) -> Vec<PersistentVolumeClaim> {
+        let claims = self.claims.state().into_iter().filter(|c| c.namespace().as_deref() == Some(namespace));
+        claims.map(|c| (*c).clone()).collect()
+    }
+
+    /// The VolumeSnapshots a group snapshot owns (by the UID of their ownerReference).
+    pub fn members_of(&self, group: &VolumeGroupSnapshot) -> Vec<VolumeSnapshot> {
+        let uid = group.uid().unwrap_or_default();
+        let namespace = group.namespace();
+        let owned =
+            |s: &VolumeSnapshot| s.namespace() == namespace && s.owner_references().iter().any(|o| o.uid == uid);
+        self.snapshots.state().into_iter().filter(|s| owned(s)).map(|s| (*s).clone()).collect()
+    }
+}
+
+/// The watches feeding the caches and the queue.
+pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
+    let client = shared.client.clone();
+    let mut watches = Watches::default();
+
+    let s = shared.clone();
+    watches.watch(feeds.groups, Api::all(client.clone()), move |change| match change {
+        Change::Applied { object, .. } => s.groups.add(group_key(object)),
+        Change::Deleted(object) => s.groups.forget(&group_key(object)),
+        Change::Listed => {}
+    });
+
+    // A content's news (its handle, its members, its being gone) is its group's to act on.
+    let s = shared.clone();
+    watches.watch(feeds.group_contents, Api::all(client.clone()), move |change| match change {
+        Change::Applied { object, .. } | Change::Deleted(object) => s.groups.add(referenced_group_key(object)),
+        Change::Listed => {}
+    });
+
+    // A new class lets groups waiting for their default class go on at once.
+    let s = shared.clone();
+    watches.watch(feeds.classes, Api::all(client.clone()), move |change| {
+        if let Change::Applied { listed: false, .. } = change {
+            for group in s.stores.groups.state() {
+                if group.status.as_ref().and_then(|st| st.bound_volume_group_snapshot_content_name.as_ref()).is_none() {
+                    s.groups.add(group_key(&group));
+                }
+            }
+        }
+    });
+
+    // A claim bound later lets a group whose selection was refused go on at once.
+    let s = shared.clone();
+    watches.watch(feeds.claims, Api::all(client.clone()), move |change| {
+        if let Change::Applied { object: claim, listed: false, .. } = change {
+            let namespace = claim.namespace();
+            for group in s.stores.groups.state() {
+                let unbound =
+                    group.status.as_ref().and_then(|st| st.bound_volume_group_snapshot_content_name.as_ref()).is_none();
+                if unbound && group.namespace() == namespace {
+                    s.groups.add(group_key(&group));
+                }
+            }
+        }
+    });
+    watches.watch(feeds.volumes, Api::all(client.clone()), |_| {});
+
+    // A member's change (made ready, deleted) goes to its group.
+    let s = shared.clone();
+    watches.watch(feeds.snapshots, Api::all(client.clone()), move |change| {
+        let object = match change {
+            Change::Applied { object, .. } | Change::Deleted(object) => object,
+            Change::Listed => return,
+        };
+        let owners =
+            object.owner_references().iter().filter(|o| o.kind == snapshot_api::names::KIND_VOLUME_GROUP_SNAPSHOT);
+        for owner in owners {
+            s.groups.add(format!("{}/{}", object.namespace().unwrap_or_default(), owner.name));
+        }
+    });
+    watches.watch(feeds.contents, Api::all(client), |_| {});
+    watches
+}

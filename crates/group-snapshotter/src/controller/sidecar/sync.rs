@@ -1,0 +1,247 @@
+//! One sync of a group content of this driver: deletion first ([`content_deletion`]), then the first
+//! CreateVolumeGroupSnapshot, then the same call again while the group or a member is not ready
+//! ([`needs_refresh`]; the call is idempotent by name). Each sync that still waits for readiness ends in a retry,
+//! so the driver is asked again with backoff.
+
+use std::collections::HashMap;
+
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::secrets::secret_data;
+use sidecar_runtime::update::set_finalizer;
+use sidecar_runtime::{Outcome, PlannedEvent};
+use snapshot_api::names::FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND;
+use snapshot_api::{SnapshotError, VolumeGroupSnapshotContent, VolumeGroupSnapshotContentStatus};
+
+use super::Shared;
+use crate::translate::create_request::{
+    CreationFailure, create_group_snapshot_request, creation_failure, request_refused,
+};
+use crate::translate::deletion::{ContentDeletion, content_deletion, status_after_delete};
+use crate::translate::names::{
+    ANN_GROUP_DELETION_SECRET_NAME, ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VALUE_YES,
+    ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED, EVENT_GROUP_SNAPSHOT_DELETE_ERROR,
+};
+use crate::translate::secrets::{SecretReference, secret_from_annotations};
+use crate::translate::status::{content_status_after_create, needs_refresh};
+
+/// Merge patch of a whole content status: every field written, unset ones as null.
+pub fn content_status_patch(status: &VolumeGroupSnapshotContentStatus) -> serde_json::Value {
+    json!({ "status": {
+        "volumeGroupSnapshotHandle": status.volume_group_snapshot_handle,
+        "creationTime": status.creation_time,
+        "readyToUse": status.ready_to_use,
+        "error": status.error,
+        "volumeSnapshotInfoList": status.volume_snapshot_info_list,
+    }})
+}
+
+/// Merge patch of the being-created annotation: set, or removed.
+pub fn being_created_patch(set: bool) -> serde_json::Value {
+    json!({ "metadata": { "annotations": { ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED: set.then_some(ANN_VALUE_YES) } } })
+}
+
+impl Shared {
+    fn api(&self) -> Api<VolumeGroupSnapshotContent> {
+        Api::all(self.client.clone())
+    }
+
+    /// One sync of the content named `name`.
+    pub(super) async fn sync(&self, name: &str) -> Outcome {
+        let Some(content) = self.content(name) else { return Outcome::Done };
+        if content.spec.driver != self.options.driver {
+            return Outcome::Done;
+        }
+        let content = (*content).clone();
+        let result = match content_deletion(&content) {
+            Err(event) => Err(self.warn(&content, &event).await),
+            Ok(ContentDeletion::NotDeleting) => self.create(content).await,
+            Ok(ContentDeletion::Wait) => Ok(Outcome::Done),
+            Ok(ContentDeletion::RemoveFinalizer) => self.release(&content).await,
+            Ok(ContentDeletion::DeleteGroupSnapshot(to_delete)) => {
+                let secrets = self.secrets(to_delete.secret.as_ref()).await;
+                match secrets {
+                    Err(error) => Err(self.warn(&content, &delete_error(&content, &error)).await),
+                    Ok(secrets) => match self.csi.delete_volume_group_snapshot(to_delete.request(secrets)).await {
+                        Err(err) => Err(self.warn(&content, &delete_error(&content, &err.to_string())).await),
+                        Ok(_) => {
+                            let patch = Patch::Merge(content_status_patch(&status_after_delete(&content)));
+                            match self.api().patch_status(name, &PatchParams::default(), &patch).await {
+                                Ok(stored) => self.release(&stored).await,
+                                Err(err) => Err(api_error_text(&err)),
+                            }
+                        }
+                    },
+                }
+            }
+        };
+        result.unwrap_or_else(|error| {
+            tracing::info!(content = name, %error, "group snapshot content sync failed, retrying");
+            Outcome::Retry
+        })
+    }
+
+    /// Nothing is left on the storage side: the content's finalizer goes.
+    async fn release(&self, content: &VolumeGroupSnapshotContent) -> Result<Outcome, String> {
+        set_finalizer(&self.api(), content, FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND, false)
+            .await
+            .map_err(|e| api_error_text(&e))?;
+        Ok(Outcome::Done)
+    }
+
+    /// CreateVolumeGroupSnapshot for a dynamic content not cut yet, or not ready yet.
+    async fn create(&self, content: VolumeGroupSnapshotContent) -> Result<Outcome, String> {
+        let dynamic = content.spec.source.volume_handles.as_ref().is_some_and(|h| !h.is_empty());
+        let first = content.status.as_ref().and_then(|s| s.volume_group_snapshot_handle.as_ref()).is_none();
+        if !dynamic || !(first || needs_refresh(&content)) {
+            return Ok(Outcome::Done);
+        }
+        let name = content.name_any();
+        let class = content.spec.volume_group_snapshot_class_name.as_deref().and_then(|c| self.class(c));
+        let secret = secret_from_annotations(
+            content.metadata.annotations.as_ref(),
+            ANN_GROUP_DELETION_SECRET_NAME,
+            ANN_GROUP_DELETION_SECRET_NAMESPACE,
+        );
+        let secrets = self.secrets(secret.as_ref()).await;
+        let request = secrets.and_then(|secrets| {
+            create_group_snapshot_request(&content, class.as_deref(), secrets, &self.options.request)
+                .map_err(|e| request_refused(&name, &e).event.message)
+        });
+        let request = match request {
+            Ok(request) => request,
+            Err(message) => {
+                let failure = CreationFailure {
+                    release_being_created: true,
+                    event: PlannedEvent::warning(
+                        crate::translate::names::EVENT_GROUP_SNAPSHOT_CREATION_FAILED,
+                        message,
+                    ),
+                };
+                return Err(self.creation_failed(&content, failure).await);
+            }
+        };
+        // Stored before the call: a crash after the driver cut the group leaves it, and deletion waits.
+        let content = if first {
+            self.api()
+                .patch(&name, &PatchParams::default(), &Patch::Merge(being_created_patch(true)))
+                .await
+                .map_err(|e| api_error_text(&e))?
+        } else {
+            content
+        };
+        let answer = match self.csi.create_volume_group_snapshot(request).await {
+            Ok(response) => response.group_snapshot.unwrap_or_default(),
+            Err(err) => return Err(self.creation_failed(&content, creation_failure(&name, &err)).await),
+        };
+        let status = content_status_after_create(content.status.as_ref(), &answer, k8s_openapi::jiff::Timestamp::now());
+        let params = PatchParams::default();
+        let stored = self.api().patch_status(&name, &params, &Patch::Merge(content_status_patch(&status))).await;
+        let stored = stored.map_err(|e| api_error_text(&e))?;
+        if stored.annotations().contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED) {
+            self.api()
+                .patch(&name, &params, &Patch::Merge(being_created_patch(false)))
+                .await
+                .map_err(|e| api_error_text(&e))?;
+        }
+        // Not ready yet: ask again, with backoff.
+        Ok(if needs_refresh(&stored) { Outcome::Retry } else { Outcome::Done })
+    }
+
+    /// Records a failed or refused CreateVolumeGroupSnapshot: the Warning, the error in the status, and the
+    /// being-created annotation removed when nothing is in flight. Returns the error for the retry.
+    async fn creation_failed(&self, content: &VolumeGroupSnapshotContent, failure: CreationFailure) -> String {
+        let message = self.warn(content, &failure.event).await;
+        let name = content.name_any();
+        let params = PatchParams::default();
+        let mut status = content.status.clone().unwrap_or_default();
+        status.error =
+            Some(SnapshotError { time: Some(crate::controller::common::now()), message: Some(message.clone()) });
+        if let Err(err) = self.api().patch_status(&name, &params, &Patch::Merge(content_status_patch(&status))).await {
+            tracing::warn!(content = %name, error = %err, "cannot record the group snapshot content's error");
+        }
+        if failure.release_being_created
+            && content.annotations().contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED)
+            && let Err(err) = self.api().patch(&name, &params, &Patch::Merge(being_created_patch(false))).await
+        {
+            tracing::warn!(content = %name, error = %err, "cannot remove the being-created annotation");
+        }
+        message
+    }
+
+    /// Records `event` on the content; returns its message.
+    async fn warn(&self, content: &VolumeGroupSnapshotContent, event: &PlannedEvent) -> String {
+        self.events.record(content, event).await;
+        event.message.clone()
+    }
+
+    async fn secrets(&self, secret: Option<&SecretReference>) -> Result<HashMap<String, String>, String> {
+        let Some(secret) = secret else { return Ok(HashMap::new()) };
+        secret_data(&self.client, &secret.namespace, &secret.name).await.map_err(|e| {
+            format!("error getting secret {} in namespace {}: {}", secret.name, secret.namespace, api_error_text(&e))
+        })
+    }
+}
+
+fn delete_error(content: &VolumeGroupSnapshotContent, error: &str) -> PlannedEvent {
+    let message = format!("failed to delete group snapshot content {}: {error}", content.name_any());
+    PlannedEvent::warning(EVENT_GROUP_SNAPSHOT_DELETE_ERROR, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use snapshot_api::VolumeSnapshotInfo;
+
+    use super::*;
+
+    #[test]
+    fn writes_as_merge_patches() {
+        let info = VolumeSnapshotInfo {
+            volume_handle: Some("vol-a".into()),
+            snapshot_handle: Some("snap-a".into()),
+            ..Default::default()
+        };
+        let cut = VolumeGroupSnapshotContentStatus {
+            volume_group_snapshot_handle: Some("group-1".into()),
+            ready_to_use: Some(true),
+            volume_snapshot_info_list: Some(vec![info]),
+            ..Default::default()
+        };
+        // (rule, patch, want)
+        let table = [
+            (
+                "a cut group: every field, the error cleared",
+                content_status_patch(&cut),
+                json!({ "status": {
+                    "volumeGroupSnapshotHandle": "group-1", "creationTime": null, "readyToUse": true, "error": null,
+                    "volumeSnapshotInfoList": [{ "volumeHandle": "vol-a", "snapshotHandle": "snap-a" }],
+                }}),
+            ),
+            (
+                "nothing known: all null",
+                content_status_patch(&VolumeGroupSnapshotContentStatus::default()),
+                json!({ "status": {
+                    "volumeGroupSnapshotHandle": null, "creationTime": null, "readyToUse": null, "error": null,
+                    "volumeSnapshotInfoList": null,
+                }}),
+            ),
+            (
+                "being-created set before the call",
+                being_created_patch(true),
+                json!({ "metadata": { "annotations": {
+                    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-created": "yes" } } }),
+            ),
+            (
+                "being-created removed after the answer",
+                being_created_patch(false),
+                json!({ "metadata": { "annotations": {
+                    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-created": null } } }),
+            ),
+        ];
+        for (rule, patch, want) in table {
+            assert_eq!(patch, want, "{rule}");
+        }
+    }
+}

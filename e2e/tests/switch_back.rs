@@ -9,19 +9,29 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 
 /// The README's step, through the API: every claim that still carries the finalizer is written back without it
-/// (an update, as `kubectl replace` does). Returns the claims it cleared.
+/// (an update, as `kubectl replace` does; read again and retried when the claim changed meanwhile, as the README says).
+/// Returns the claims it cleared.
 async fn clear_leftover_finalizers(claims: &Api<PersistentVolumeClaim>) -> Vec<String> {
     let mut cleared = Vec::new();
-    for mut claim in claims.list(&ListParams::default()).await.unwrap().items {
-        let Some(finalizers) = claim.metadata.finalizers.as_mut() else { continue };
-        let before = finalizers.len();
-        finalizers.retain(|f| f != PROVISIONING_FINALIZER);
-        if finalizers.len() == before {
-            continue;
-        }
+    for claim in claims.list(&ListParams::default()).await.unwrap().items {
         let name = claim.metadata.name.clone().unwrap_or_default();
-        claims.replace(&name, &PostParams::default(), &claim).await.unwrap();
-        cleared.push(name);
+        for attempt in 1.. {
+            let mut claim = claims.get(&name).await.unwrap();
+            let Some(finalizers) = claim.metadata.finalizers.as_mut() else { break };
+            let before = finalizers.len();
+            finalizers.retain(|f| f != PROVISIONING_FINALIZER);
+            if finalizers.len() == before {
+                break;
+            }
+            match claims.replace(&name, &PostParams::default(), &claim).await {
+                Ok(_) => {
+                    cleared.push(name.clone());
+                    break;
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 && attempt < 5 => continue,
+                Err(err) => panic!("clearing {name}: {err}"),
+            }
+        }
     }
     cleared
 }

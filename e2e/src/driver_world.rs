@@ -38,4 +38,19 @@ impl DriverWorld {
     pub fn ns(&self) -> &str {
         self.ns.name()
     }
+
+    /// csictl against this world's plugin, its JSON answer (`null` for a call that prints nothing).
+    pub fn csictl(&self, args: &[&str]) -> serde_json::Value {
+        let endpoint = format!("unix://{}", self.socket.display());
+        let output = std::process::Command::new(crate::binary("csictl"))
+            .args(["--endpoint", &endpoint, "-o", "json"])
+            .args(args)
+            .output()
+            .expect("run csictl");
+        assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        if output.stdout.iter().all(u8::is_ascii_whitespace) {
+            return serde_json::Value::Null;
+        }
+        serde_json::from_slice(&output.stdout).expect("csictl prints JSON")
+    }
 }

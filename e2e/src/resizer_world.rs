@@ -73,17 +73,6 @@ impl ResizerWorld {
         Api::all(self.client.clone())
     }
 
-    pub fn csictl(&self, args: &[&str]) -> serde_json::Value {
-        let endpoint = format!("unix://{}", self.socket.display());
-        let output = std::process::Command::new(binary("csictl"))
-            .args(["--endpoint", &endpoint, "-o", "json"])
-            .args(args)
-            .output()
-            .expect("run csictl");
-        assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        serde_json::from_slice(&output.stdout).expect("csictl prints JSON")
-    }
-
     /// The backend volume as ListVolumes shows it.
     pub fn backend_volume(&self, volume_id: &str) -> serde_json::Value {
         let list = self.csictl(&["list-volumes"]);

@@ -366,21 +366,9 @@ fn restore_claim(
     restored
 }
 
-/// csictl against the test's plugin, JSON out.
-fn csictl(world: &World, args: &[&str]) -> serde_json::Value {
-    let output = std::process::Command::new(binary("csictl"))
-        .arg(format!("--endpoint=unix://{}", world.socket.display()))
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .expect("run csictl");
-    assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("csictl json")
-}
-
 /// The plugin's snapshots.
 fn plugin_snapshots(world: &World) -> Vec<serde_json::Value> {
-    csictl(world, &["list-snapshots"]).as_array().cloned().unwrap_or_default()
+    world.csictl(&["list-snapshots"]).as_array().cloned().unwrap_or_default()
 }
 
 #[tokio::test]
@@ -412,10 +400,12 @@ async fn snapshots_are_cut_restored_and_deleted_with_csi_snapshotter() {
     let fs_handle = fs_content.status.unwrap().snapshot_handle.expect("the driver's snapshot id");
     // CreateSnapshot is idempotent by name: asking again under `snapshot-<uid>` gives the same snapshot.
     let fs_volume = world.volumes().get(&fs_pv).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
-    let again = csictl(
-        &world,
-        &["create-snapshot", &format!("snapshot-{}", fs.uid().unwrap()), "--source-volume-id", &fs_volume],
-    );
+    let again = world.csictl(&[
+        "create-snapshot",
+        &format!("snapshot-{}", fs.uid().unwrap()),
+        "--source-volume-id",
+        &fs_volume,
+    ]);
     assert_eq!(again["snapshot_id"], fs_handle.as_str(), "CreateSnapshot was named snapshot-<VolumeSnapshot UID>");
 
     // Restored by the provisioner, filesystem and block, from the driver's snapshot.

@@ -122,14 +122,7 @@ impl World {
     }
 
     fn csictl(&self, args: &[&str]) -> serde_json::Value {
-        let output = std::process::Command::new(binary("csictl"))
-            .arg(format!("--endpoint=unix://{}", self.base.socket.display()))
-            .args(args)
-            .args(["-o", "json"])
-            .output()
-            .expect("run csictl");
-        assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        serde_json::from_slice(&output.stdout).expect("csictl json")
+        self.base.csictl(args)
     }
 
     /// A VolumeSnapshot `name` (only the object: no controller binds it); returns its UID.

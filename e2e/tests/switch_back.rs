@@ -67,19 +67,8 @@ async fn a_claim_in_flight_when_our_provisioner_stops_can_be_deleted_after_the_d
     let leftover = world.plugin_volumes();
     assert_eq!(leftover.len(), 1, "the in-flight volume is what the README tells to look for");
     let name = format!("pvc-{}", stuck.metadata.uid.unwrap());
-    let found = csictl(&world, &["create-volume", &name, "--size", "1Mi"]);
+    let found = world.csictl(&["create-volume", &name, "--size", "1Mi"]);
     assert_eq!(found["volume_id"].as_str(), Some(leftover[0].as_str()), "the leftover volume is {name}");
-    csictl(&world, &["delete-volume", &leftover[0]]);
+    world.csictl(&["delete-volume", &leftover[0]]);
     world.no_plugin_volumes_left().await;
-}
-
-fn csictl(world: &World, args: &[&str]) -> serde_json::Value {
-    let output = std::process::Command::new(csi_sidecars_e2e::binary("csictl"))
-        .arg(format!("--endpoint=unix://{}", world.socket.display()))
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .expect("run csictl");
-    assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null)
 }

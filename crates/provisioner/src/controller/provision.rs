@@ -20,13 +20,7 @@ use crate::translate::refusal::{
     ProvisioningState, Refusal, RefusalKind, create_volume_failure, provisioning_event, provisioning_succeeded_event,
 };
 
-/// The text of a Kubernetes API error as client-go prints it (the Status message), for events.
-pub(super) fn api_error_text(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
-    }
-}
+pub(super) use sidecar_runtime::api_error::api_error_text;
 
 pub(super) fn namespace_of(claim: &PersistentVolumeClaim) -> &str {
     claim.metadata.namespace.as_deref().unwrap_or_default()

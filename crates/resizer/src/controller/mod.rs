@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use csi_client::CsiClient;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -180,18 +180,9 @@ impl Shared {
     /// A live GET of the Secret (as upstream, no cache). Values are never logged.
     async fn secret_data(&self, reference: Option<SecretRef>) -> Result<HashMap<String, String>, String> {
         let Some(reference) = reference else { return Ok(HashMap::new()) };
-        let api: Api<Secret> = Api::namespaced(self.client.clone(), &reference.namespace);
-        let secret = api.get(&reference.name).await.map_err(|e| reference.read_error(e))?;
-        let mut data: HashMap<String, String> = secret
-            .data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
-            .collect();
-        for (k, v) in secret.string_data.unwrap_or_default() {
-            data.entry(k).or_insert(v);
-        }
-        Ok(data)
+        sidecar_runtime::secrets::secret_data(&self.client, &reference.namespace, &reference.name)
+            .await
+            .map_err(|e| reference.read_error(e))
     }
 }
 

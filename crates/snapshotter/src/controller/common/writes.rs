@@ -27,13 +27,7 @@ impl From<kube::Error> for Retry {
     }
 }
 
-/// The text of an API error as client-go prints it (the Status message).
-pub fn api_error_text(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
-    }
-}
+pub use sidecar_runtime::api_error::api_error_text;
 
 pub fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())

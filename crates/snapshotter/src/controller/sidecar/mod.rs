@@ -15,9 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use csi_client::CsiClient;
-use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
+use sidecar_runtime::api_error::api_error_text as api_text;
+use sidecar_runtime::secrets::secret_data;
 use sidecar_runtime::{EventRecorder, PlannedEvent, QueueMetrics, RetryPolicy, WorkQueue};
 use snapshot_api::VolumeSnapshotContent;
 use tokio_util::sync::CancellationToken;
@@ -132,24 +133,9 @@ impl Shared {
     /// Secrets only when a class names one). The error names the Secret, never its data.
     async fn secret_data(&self, reference: Option<&SecretRef>) -> Result<HashMap<String, String>, String> {
         let Some(reference) = reference else { return Ok(HashMap::new()) };
-        let api: Api<Secret> = Api::namespaced(self.client.clone(), &reference.namespace);
-        let secret = api.get(&reference.name).await.map_err(|e| {
+        secret_data(&self.client, &reference.namespace, &reference.name).await.map_err(|e| {
             format!("error getting secret {} in namespace {}: {}", reference.name, reference.namespace, api_text(&e))
-        })?;
-        Ok(secret
-            .data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned()))
-            .collect())
-    }
-}
-
-/// The API server's message for an API error, else the error.
-fn api_text(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
+        })
     }
 }
 

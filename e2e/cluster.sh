@@ -188,7 +188,10 @@ wait_healthy() {
 	t0="$(now)"
 	pid="$(pid_of "$name")"
 	while ! healthy "$name"; do
-		if ! is_ours "$pid"; then
+		# The process writes its pid file itself, and while it execs its binary /proc/PID/cmdline can read empty: so
+		# during startup only "is it still alive" counts (is_ours, which checks the command line, is for stopping).
+		[[ -n "$pid" ]] || pid="$(pid_of "$name")"
+		if [[ -n "$pid" ]] && ! alive "$pid"; then
 			log "$name (pid $pid) exited during startup"
 			tail_log "$name"
 			return 1

@@ -12,15 +12,7 @@ use snapshot_api::{SnapshotError, VolumeGroupSnapshot, VolumeGroupSnapshotStatus
 
 use super::Shared;
 
-/// Why a sync stopped and its key goes back to the queue with backoff.
-#[derive(Debug)]
-pub struct Retry(pub String);
-
-impl From<kube::Error> for Retry {
-    fn from(error: kube::Error) -> Retry {
-        Retry(api_error_text(&error))
-    }
-}
+pub use sidecar_runtime::api_error::Retry;
 
 pub fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())

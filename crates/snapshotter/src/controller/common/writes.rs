@@ -17,15 +17,7 @@ use super::Shared;
 use crate::translate::common::patch::{ContentPatch, SnapshotPatch, SnapshotStatusWrite};
 use crate::translate::common::status_error::SnapshotFailure;
 
-/// Why a sync stopped and its key goes back to the queue with backoff.
-#[derive(Debug)]
-pub struct Retry(pub String);
-
-impl From<kube::Error> for Retry {
-    fn from(error: kube::Error) -> Retry {
-        Retry(api_error_text(&error))
-    }
-}
+pub use sidecar_runtime::api_error::Retry;
 
 pub use sidecar_runtime::api_error::api_error_text;
 

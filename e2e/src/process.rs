@@ -131,6 +131,13 @@ impl Process {
         child.wait().ok().and_then(|s| s.code())
     }
 
+    /// Sends SIGTERM and returns at once; see [`Process::wait_exit`].
+    pub fn send_sigterm(&self) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        }
+    }
+
     /// The exit code, if the process has ended on its own.
     pub fn exited(&mut self) -> Option<i32> {
         let child = self.child.as_mut()?;

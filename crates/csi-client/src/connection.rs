@@ -136,6 +136,7 @@ pub async fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Connectio
     let builder = tonic::transport::Endpoint::from_static("http://csi.plugin").connect_timeout(RETRY_EVERY);
     let started = Instant::now();
     let mut last_report = started;
+    tracing::info!(endpoint = %endpoint, "connecting to CSI driver");
     loop {
         match builder.connect_with_connector(connector.clone()).await {
             Ok(channel) => {

@@ -3,6 +3,9 @@
 //! than ours), exit 1 if that connection is ever lost (the kubelet restarts us
 //! next to the restarted driver), wait until Probe says ready, and learn the
 //! driver's name, which names the Lease, the events and the metrics.
+//!
+//! A SIGTERM during that wait ends the process at once, as it ends upstream's: a pod whose driver never starts must
+//! still stop when it is deleted, and there is nothing in flight to finish yet.
 
 use std::time::Duration;
 
@@ -40,16 +43,32 @@ impl Sidecar {
     pub async fn connect_driver(&mut self, call_timeout: Duration) -> Result<Driver, DriverError> {
         let endpoint: Endpoint = self.args().csi_address.parse()?;
         let metrics = OperationMetrics::register(self.registry());
-        let connection = connection::connect(&endpoint, WAIT_FOR_SOCKET).await?;
-        let watched = connection.clone();
-        tokio::spawn(async move {
-            watched.lost().await;
-            connection::exit_on_connection_loss(&watched.endpoint);
-        });
-        let csi = CsiClient::new(&connection, call_timeout, metrics);
-        csi.probe_until_ready().await?;
-        let name = csi.driver_info().await?.name;
-        tracing::info!(driver = %name, "detected CSI driver");
-        Ok(Driver { connection, csi, name })
+        let shutdown = self.shutdown().clone();
+        tokio::select! {
+            driver = connect_and_probe(endpoint.clone(), call_timeout, metrics) => driver,
+            () = shutdown.triggered() => {
+                tracing::info!(endpoint = %endpoint, "shutdown requested while waiting for the CSI driver, exiting");
+                std::process::exit(0)
+            }
+        }
     }
+}
+
+/// Waits for the socket, then for Probe to say ready, and asks the driver's name.
+async fn connect_and_probe(
+    endpoint: Endpoint,
+    call_timeout: Duration,
+    metrics: OperationMetrics,
+) -> Result<Driver, DriverError> {
+    let connection = connection::connect(&endpoint, WAIT_FOR_SOCKET).await?;
+    let watched = connection.clone();
+    tokio::spawn(async move {
+        watched.lost().await;
+        connection::exit_on_connection_loss(&watched.endpoint);
+    });
+    let csi = CsiClient::new(&connection, call_timeout, metrics);
+    csi.probe_until_ready().await?;
+    let name = csi.driver_info().await?.name;
+    tracing::info!(driver = %name, "detected CSI driver");
+    Ok(Driver { connection, csi, name })
 }

@@ -321,6 +321,14 @@ async fn the_expand_secret_is_read_live_and_never_logged() {
 
     world.patch_claim("data", json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})).await;
     world.wait_for_event("data", "VolumeResizeFailed", "error getting secret expand-secret").await;
+    // Upstream's wording, one line naming the Secret: not a dump of the API server's answer.
+    let messages: Vec<String> = world.events("data", "VolumeResizeFailed").await.into_iter().map(|(m, _)| m).collect();
+    let expected =
+        format!("error getting secret expand-secret in namespace {}: secrets \"expand-secret\" not found", world.ns());
+    assert!(
+        messages.iter().any(|m| m.ends_with(&expected) && m.len() < 300 && !m.contains('\n')),
+        "no one-line event ending in {expected:?}: {messages:?}"
+    );
     assert_eq!(world.backend_volume(&volume_id)["capacity_bytes"], GIB, "the driver was not called");
 
     // Created after the failure: the next attempt reads it (no cache, no restart).

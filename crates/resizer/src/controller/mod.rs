@@ -177,12 +177,13 @@ impl Shared {
         api.patch(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await
     }
 
-    /// A live GET of the Secret (as upstream, no cache). Values are never logged.
+    /// A live GET of the Secret (as upstream, no cache). Values are never logged. The error names the Secret in
+    /// client-go's words (`secrets "x" not found`), never the Debug form of the API's answer.
     async fn secret_data(&self, reference: Option<SecretRef>) -> Result<HashMap<String, String>, String> {
         let Some(reference) = reference else { return Ok(HashMap::new()) };
         sidecar_runtime::secrets::secret_data(&self.client, &reference.namespace, &reference.name)
             .await
-            .map_err(|e| reference.read_error(e))
+            .map_err(|e| reference.read_error(sidecar_runtime::api_error::api_error_text(&e)))
     }
 }
 

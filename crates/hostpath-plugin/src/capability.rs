@@ -29,23 +29,45 @@ pub fn access_mode(capability: &VolumeCapability) -> Result<Mode, Status> {
     }
 }
 
-/// The access modes (proto names) a list of capabilities asks for, in order. Without SINGLE_NODE_MULTI_WRITER
-/// support the two modes that capability brings are INVALID_ARGUMENT, as from a driver that predates them.
-pub fn requested_access_modes(
-    capabilities: &[VolumeCapability],
-    single_node_multi_writer: bool,
-) -> Result<Vec<String>, Status> {
+/// What the plugin serves beyond single-node writers, from its flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Support {
+    /// SINGLE_NODE_MULTI_WRITER is advertised, with the two single-node modes it brings.
+    pub single_node_multi_writer: bool,
+    /// Block volumes are served (`--no-block` turns them off, as in a driver without raw block support).
+    pub block: bool,
+}
+
+/// Why the plugin cannot serve one capability, or `None` when it can. A reference plugin refuses what it does not
+/// advertise, so that a CO's handling of an unsupported access mode or type can be tested against it. Its volumes
+/// live on one node: no MULTI_NODE_* mode is ever served.
+pub fn unsupported(capability: &VolumeCapability, support: Support) -> Result<Option<String>, Status> {
+    let mode = access_mode(capability)?;
+    let access_type = access_type(capability)?;
+    let name = mode.as_str_name();
+    let reason = if name.starts_with("MULTI_NODE_") {
+        Some(format!("access mode {name} is not supported: the plugin's volumes live on one node"))
+    } else if matches!(mode, Mode::SingleNodeSingleWriter | Mode::SingleNodeMultiWriter)
+        && !support.single_node_multi_writer
+    {
+        Some(format!("access mode {name} is not supported: the plugin does not advertise SINGLE_NODE_MULTI_WRITER"))
+    } else if access_type == AccessType::Block && !support.block {
+        Some("block volumes are not supported: the plugin runs with --no-block".to_string())
+    } else {
+        None
+    };
+    Ok(reason)
+}
+
+/// The access modes (proto names) a list of capabilities asks for, in order; a capability the plugin cannot serve
+/// (see [`unsupported`]) is INVALID_ARGUMENT.
+pub fn requested_access_modes(capabilities: &[VolumeCapability], support: Support) -> Result<Vec<String>, Status> {
     let mut modes = Vec::new();
     for capability in capabilities {
-        let mode = access_mode(capability)?;
-        let needs_multi_writer = matches!(mode, Mode::SingleNodeSingleWriter | Mode::SingleNodeMultiWriter);
-        if needs_multi_writer && !single_node_multi_writer {
-            return Err(Status::invalid_argument(format!(
-                "access mode {} is not supported: the plugin does not advertise SINGLE_NODE_MULTI_WRITER",
-                mode.as_str_name()
-            )));
+        if let Some(reason) = unsupported(capability, support)? {
+            return Err(Status::invalid_argument(reason));
         }
-        modes.push(mode.as_str_name().to_string());
+        modes.push(access_mode(capability)?.as_str_name().to_string());
     }
     Ok(modes)
 }
@@ -131,6 +153,39 @@ mod tests {
                 (Err(status), Err(())) => assert_eq!(status.code(), tonic::Code::InvalidArgument),
                 _ => panic!("{capabilities:?}: got {got:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn refuses_what_the_plugin_does_not_advertise() {
+        let all = Support { single_node_multi_writer: true, block: true };
+        let old = Support { single_node_multi_writer: false, block: true };
+        let no_block = Support { single_node_multi_writer: true, block: false };
+        // (access type, mode, support, refusal text it must contain; None = served)
+        let cases = [
+            (mount(), Mode::SingleNodeWriter, all, None),
+            (block(), Mode::SingleNodeWriter, all, None),
+            (mount(), Mode::SingleNodeReaderOnly, old, None),
+            (mount(), Mode::SingleNodeMultiWriter, all, None),
+            (mount(), Mode::SingleNodeSingleWriter, all, None),
+            (mount(), Mode::SingleNodeSingleWriter, old, Some("does not advertise SINGLE_NODE_MULTI_WRITER")),
+            (mount(), Mode::SingleNodeMultiWriter, old, Some("does not advertise SINGLE_NODE_MULTI_WRITER")),
+            (mount(), Mode::MultiNodeMultiWriter, all, Some("MULTI_NODE_MULTI_WRITER is not supported")),
+            (mount(), Mode::MultiNodeReaderOnly, all, Some("MULTI_NODE_READER_ONLY is not supported")),
+            (block(), Mode::MultiNodeSingleWriter, all, Some("live on one node")),
+            (block(), Mode::SingleNodeWriter, no_block, Some("block volumes are not supported")),
+            (mount(), Mode::SingleNodeWriter, no_block, None),
+        ];
+        for (access_type, mode, support, want) in cases {
+            let one = capability(access_type, Some(mode as i32));
+            let got = unsupported(&one, support).unwrap();
+            match (&got, want) {
+                (None, None) => {}
+                (Some(reason), Some(part)) => assert!(reason.contains(part), "{mode:?} {support:?}: {reason}"),
+                _ => panic!("{mode:?} {support:?}: got {got:?}, want {want:?}"),
+            }
+            let listed = requested_access_modes(std::slice::from_ref(&one), support);
+            assert_eq!(listed.is_ok(), want.is_none(), "{mode:?} {support:?}");
         }
     }
 

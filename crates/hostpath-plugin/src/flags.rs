@@ -56,6 +56,11 @@ pub struct Flags {
     #[arg(long)]
     pub no_single_node_multi_writer: bool,
 
+    /// Refuse block volumes (CreateVolume is INVALID_ARGUMENT, ValidateVolumeCapabilities does not confirm), as a
+    /// driver without raw block support.
+    #[arg(long)]
+    pub no_block: bool,
+
     /// JSON file of faults to inject, re-read when it changes; a missing file means no faults.
     #[arg(long)]
     pub fault_config: Option<PathBuf>,
@@ -78,6 +83,7 @@ impl Flags {
             fault_config: self.fault_config.clone(),
             attach_required: self.attach_required,
             single_node_multi_writer: !self.no_single_node_multi_writer,
+            block: !self.no_block,
         }
     }
 
@@ -184,6 +190,7 @@ mod tests {
             "--accepted-mutable-parameters=iops",
             "--fault-config=/tmp/faults.json",
             "-no-single-node-multi-writer",
+            "--no-block",
             "-v=4",
         ]);
         let flags = Flags::try_parse_from(args).unwrap();
@@ -196,6 +203,7 @@ mod tests {
         assert_eq!(config.mutable_parameters, MutableParameterPolicy::from_flag("iops"));
         assert_eq!(config.fault_config, Some(PathBuf::from("/tmp/faults.json")));
         assert!(!config.single_node_multi_writer);
+        assert!(!config.block);
         assert_eq!(flags.log_level(), tracing::Level::DEBUG);
     }
 
@@ -206,6 +214,7 @@ mod tests {
         assert_eq!(flags.capacity, 100 << 30);
         assert!(flags.config().mutable_parameters.enabled());
         assert!(flags.config().single_node_multi_writer);
+        assert!(flags.config().block);
         assert_eq!(flags.log_level(), tracing::Level::INFO);
         let disabled = Flags::try_parse_from(["p", "--node-id=n", "--state-dir=/s", "--accepted-mutable-parameters="]);
         assert!(!disabled.unwrap().config().mutable_parameters.enabled());

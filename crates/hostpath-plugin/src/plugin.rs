@@ -30,6 +30,15 @@ pub struct Config {
     /// SINGLE_NODE_MULTI_WRITER is advertised (controller and node) and the two single-node modes it brings are
     /// accepted; `--no-single-node-multi-writer` turns it off, as in a driver older than CSI 1.5.
     pub single_node_multi_writer: bool,
+    /// Block volumes are served; `--no-block` turns them off, as in a driver without raw block support.
+    pub block: bool,
+}
+
+impl Config {
+    /// The access modes and types the plugin serves.
+    pub fn support(&self) -> crate::capability::Support {
+        crate::capability::Support { single_node_multi_writer: self.single_node_multi_writer, block: self.block }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -21,7 +21,7 @@ use csi_client::proto::{
 };
 use tonic::Status;
 
-use crate::capability::{access_type, requested_access_modes, requested_access_type};
+use crate::capability::{access_type, requested_access_modes, requested_access_type, unsupported};
 use crate::paging::page;
 use crate::plugin::{Config, Shared};
 use crate::state::{AccessType, ContentSource, Volume};
@@ -44,7 +44,7 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
         return Err(Status::invalid_argument("name is required"));
     }
     let access_type = requested_access_type(&request.volume_capabilities)?;
-    let access_modes = requested_access_modes(&request.volume_capabilities, config.single_node_multi_writer)?;
+    let access_modes = requested_access_modes(&request.volume_capabilities, config.support())?;
     config
         .mutable_parameters
         .validate(&request.mutable_parameters)
@@ -163,6 +163,11 @@ pub fn validate_capabilities(
         .get(&request.volume_id)
         .ok_or_else(|| Status::not_found(format!("volume {} does not exist", request.volume_id)))?;
     let unconfirmed = |message: String| Ok(ValidateVolumeCapabilitiesResponse { confirmed: None, message });
+    for capability in &request.volume_capabilities {
+        if let Some(reason) = unsupported(capability, shared.config.support())? {
+            return unconfirmed(reason);
+        }
+    }
     if let Some(other) = asked.iter().find(|t| **t != volume.access_type) {
         return unconfirmed(format!(
             "volume {} is a {} volume, not {}",

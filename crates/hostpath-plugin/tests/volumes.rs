@@ -6,7 +6,7 @@ use common::*;
 use csi_client::proto::controller_service_capability::rpc;
 use csi_client::proto::plugin_capability::service;
 use csi_client::proto::volume_capability::access_mode::Mode;
-use csi_client::proto::volume_capability::{AccessType, MountVolume};
+use csi_client::proto::volume_capability::{AccessType, BlockVolume, MountVolume};
 use csi_client::proto::{
     CapacityRange, ControllerExpandVolumeRequest, ControllerGetCapabilitiesRequest, ControllerGetVolumeRequest,
     ControllerModifyVolumeRequest, DeleteVolumeRequest, GetCapacityRequest, GetPluginCapabilitiesRequest,
@@ -541,7 +541,7 @@ async fn several_access_modes_are_accepted() {
     let plugin = TestPlugin::start().await;
     let mut controller = plugin.controller().await;
     for (index, mode) in
-        [Mode::SingleNodeMultiWriter, Mode::SingleNodeReaderOnly, Mode::MultiNodeMultiWriter].into_iter().enumerate()
+        [Mode::SingleNodeMultiWriter, Mode::SingleNodeReaderOnly, Mode::SingleNodeWriter].into_iter().enumerate()
     {
         let request =
             create_request(&format!("mode-{index}"), GI, capability(AccessType::Mount(MountVolume::default()), mode));
@@ -563,7 +563,9 @@ async fn single_node_multi_writer_support_follows_the_flag() {
         (Mode::SingleNodeReaderOnly, true, true),
         (Mode::SingleNodeSingleWriter, true, false),
         (Mode::SingleNodeMultiWriter, true, false),
-        (Mode::MultiNodeMultiWriter, true, true),
+        // Its volumes live on one node: never a MULTI_NODE_* mode.
+        (Mode::MultiNodeMultiWriter, false, false),
+        (Mode::MultiNodeReaderOnly, false, false),
     ];
     for (plugin, column) in [(&full, 0), (&old, 1)] {
         let mut controller = plugin.controller().await;
@@ -586,4 +588,29 @@ async fn single_node_multi_writer_support_follows_the_flag() {
             }
         }
     }
+}
+
+#[tokio::test]
+async fn block_support_follows_the_flag() {
+    let plugin = TestPlugin::start_with(|c| c.block = false).await;
+    let mut controller = plugin.controller().await;
+    let block = capability(AccessType::Block(BlockVolume {}), Mode::SingleNodeWriter);
+    let refused = controller.create_volume(create_request("raw", GI, block.clone())).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().contains("block volumes are not supported"), "{}", refused.message());
+
+    let mount = capability(AccessType::Mount(MountVolume::default()), Mode::SingleNodeWriter);
+    let created = controller.create_volume(create_request("fs", GI, mount)).await.unwrap().into_inner();
+    let volume_id = created.volume.unwrap().volume_id;
+    let validated = controller
+        .validate_volume_capabilities(ValidateVolumeCapabilitiesRequest {
+            volume_id,
+            volume_capabilities: vec![block],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(validated.confirmed.is_none(), "block is not confirmed");
+    assert!(validated.message.contains("block volumes are not supported"), "{}", validated.message);
 }

@@ -46,6 +46,7 @@ impl TestPlugin {
             fault_config: Some(dir.path().join("faults.json")),
             attach_required: false,
             single_node_multi_writer: true,
+            block: true,
         };
         adjust(&mut config);
         let socket = dir.path().join("csi.sock");

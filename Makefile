@@ -1,7 +1,7 @@
 # csi-sidecars — see README.md.
 #   make build   release binaries into target/release
 #   make test    unit tests + csi-sanity + end-to-end tests against a real control plane
-#   make lint    rustfmt and clippy, warnings are errors
+#   make lint    rustfmt and clippy (warnings are errors), and the dependency audit (cargo-deny)
 
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
@@ -47,6 +47,7 @@ cluster-down:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	bash e2e/cargo-deny.sh
 
 clean:
 	-bash e2e/cluster.sh down

@@ -1,7 +1,15 @@
 //! Bad input across the sidecars: each bad object gets an event that names the problem and is left as it was, the
 //! sidecar keeps running, and the well-formed objects of the same run all succeed.
 
-use csi_sidecars_e2e::provisioner_world::ProvisionerWorld as World;
+use std::collections::BTreeMap;
+
+use csi_sidecars_e2e::install_snapshot_crds;
+use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, claim};
+use k8s_openapi::api::core::v1::{
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, TypedLocalObjectReference, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 /// Claims asking for what the driver does not offer: hostpath-plugin's volumes live on one node (no MULTI_NODE_*
 /// mode) and, started with `--no-block`, it has no raw block support. The driver refuses each with
@@ -32,4 +40,157 @@ async fn claims_the_driver_cannot_serve_are_refused_by_name() {
     }
     assert_eq!(world.plugin_volumes().len(), 1, "only the well-formed claim got a volume");
     assert_eq!(provisioner.exited(), None, "the provisioner keeps running");
+}
+
+/// One bad claim of the provisioner corpus: the class parameters it is provisioned with, how its claim differs from
+/// a plain 1Mi ReadWriteOnce one, and text the ProvisioningFailed event must contain.
+struct BadClaim {
+    name: &'static str,
+    parameters: &'static [(&'static str, &'static str)],
+    claim: fn(&mut PersistentVolumeClaim),
+    event: &'static str,
+}
+
+fn plain(_: &mut PersistentVolumeClaim) {}
+
+fn spec(claim: &mut PersistentVolumeClaim) -> &mut PersistentVolumeClaimSpec {
+    claim.spec.as_mut().expect("claims are built with a spec")
+}
+
+fn size(claim: &mut PersistentVolumeClaim, quantity: &str) {
+    let requests = BTreeMap::from([("storage".to_string(), Quantity(quantity.into()))]);
+    spec(claim).resources = Some(VolumeResourceRequirements { requests: Some(requests), ..Default::default() });
+}
+
+fn data_source(claim: &mut PersistentVolumeClaim, api_group: Option<&str>, kind: &str, name: &str) {
+    spec(claim).data_source = Some(TypedLocalObjectReference {
+        api_group: api_group.map(String::from),
+        kind: kind.into(),
+        name: name.into(),
+    });
+}
+
+const PROVISIONER_CORPUS: &[BadClaim] = &[
+    BadClaim {
+        name: "unknown-reserved-key",
+        parameters: &[("csi.storage.k8s.io/no-such-key", "x")],
+        claim: plain,
+        event: "found unknown parameter key \"csi.storage.k8s.io/no-such-key\"",
+    },
+    BadClaim {
+        name: "unicode-reserved-key",
+        parameters: &[("csi.storage.k8s.io/ключ", "значение")],
+        claim: plain,
+        event: "found unknown parameter key \"csi.storage.k8s.io/ключ\"",
+    },
+    BadClaim {
+        name: "secret-name-without-namespace",
+        parameters: &[("csi.storage.k8s.io/provisioner-secret-name", "creds")],
+        claim: plain,
+        event: "Both must be specified",
+    },
+    BadClaim {
+        name: "unknown-template-variable",
+        parameters: &[
+            ("csi.storage.k8s.io/provisioner-secret-name", "${pvc.nosuch}"),
+            ("csi.storage.k8s.io/provisioner-secret-namespace", "${pvc.namespace}"),
+        ],
+        claim: plain,
+        event: "error resolving value \"${pvc.nosuch}\"",
+    },
+    BadClaim {
+        name: "template-resolves-to-bad-name",
+        parameters: &[
+            ("csi.storage.k8s.io/provisioner-secret-name", "${pvc.annotations['team']}"),
+            ("csi.storage.k8s.io/provisioner-secret-namespace", "${pvc.namespace}"),
+        ],
+        claim: |claim| {
+            claim.metadata.annotations = Some(BTreeMap::from([("team".to_string(), "Not_A/Valid name!".to_string())]));
+        },
+        event: "which is not a valid",
+    },
+    BadClaim {
+        name: "missing-secret",
+        parameters: &[
+            ("csi.storage.k8s.io/provisioner-secret-name", "missing"),
+            ("csi.storage.k8s.io/provisioner-secret-namespace", "${pvc.namespace}"),
+        ],
+        claim: plain,
+        event: "error getting secret missing in namespace",
+    },
+    BadClaim {
+        name: "secret-in-another-namespace",
+        parameters: &[
+            ("csi.storage.k8s.io/provisioner-secret-name", "creds"),
+            ("csi.storage.k8s.io/provisioner-secret-namespace", "kube-public"),
+        ],
+        claim: plain,
+        event: "error getting secret creds in namespace kube-public",
+    },
+    BadClaim { name: "absurd-size", parameters: &[], claim: |claim| size(claim, "64Pi"), event: "OutOfRange" },
+    BadClaim {
+        name: "label-selector",
+        parameters: &[],
+        claim: |claim| {
+            let labels = BTreeMap::from([("tier".to_string(), "gold".to_string())]);
+            spec(claim).selector = Some(LabelSelector { match_labels: Some(labels), ..Default::default() });
+        },
+        event: "claim Selector is not supported",
+    },
+    BadClaim {
+        name: "missing-snapshot-source",
+        parameters: &[],
+        claim: |claim| data_source(claim, Some("snapshot.storage.k8s.io"), "VolumeSnapshot", "no-such-snapshot"),
+        event: "no-such-snapshot",
+    },
+    BadClaim {
+        name: "missing-clone-source",
+        parameters: &[],
+        claim: |claim| data_source(claim, None, "PersistentVolumeClaim", "no-such-claim"),
+        event: "error getting PVC no-such-claim",
+    },
+    BadClaim {
+        name: "missing-attributes-class",
+        parameters: &[],
+        claim: |claim| spec(claim).volume_attributes_class_name = Some("no-such-vac".into()),
+        event: "volumeattributesclasses.storage.k8s.io \"no-such-vac\" not found",
+    },
+];
+
+/// The provisioner corpus: every bad claim gets a ProvisioningFailed event naming its problem and stays Pending
+/// with no backend volume; claims that are fine, created between them, are all Bound; the provisioner never exits.
+#[tokio::test]
+async fn the_provisioner_names_every_bad_claim_and_serves_the_rest() {
+    let mut world = World::new("bad-claims", &[]).await;
+    install_snapshot_crds(&world.client).await;
+    let good = world.class("good", &[], "Delete").await;
+    let mut bad = Vec::new();
+    for row in PROVISIONER_CORPUS {
+        bad.push(world.class(row.name, row.parameters, "Delete").await);
+    }
+    // "creds" exists in the claims' namespace only: the class that looks for it in kube-public must not find it.
+    world.secret("creds", "password", "never-in-an-event").await;
+    let mut provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    for (row, class) in PROVISIONER_CORPUS.iter().zip(&bad) {
+        let mut object = claim(row.name, class, None, "ReadWriteOnce");
+        (row.claim)(&mut object);
+        world.claim_object(object).await;
+        world.claim(&format!("fine-after-{}", row.name), &good, None, "ReadWriteOnce").await;
+    }
+
+    for row in PROVISIONER_CORPUS {
+        world.bound(&format!("fine-after-{}", row.name)).await;
+    }
+    for row in PROVISIONER_CORPUS {
+        let event = world.event(row.name, "ProvisioningFailed", row.event).await;
+        assert_eq!(event.type_.as_deref(), Some("Warning"), "{}", row.name);
+        let message = event.message.unwrap_or_default();
+        assert!(!message.contains("never-in-an-event"), "{}: a secret value in an event", row.name);
+        let claim = world.claims().get(row.name).await.unwrap();
+        assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Pending"), "{} is left Pending", row.name);
+    }
+    assert_eq!(world.plugin_volumes().len(), PROVISIONER_CORPUS.len(), "only the fine claims got volumes");
+    assert_eq!(provisioner.exited(), None, "the provisioner keeps running");
+    assert!(!provisioner.log().contains("never-in-an-event"), "a secret value in the log");
 }

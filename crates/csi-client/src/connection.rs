@@ -25,6 +25,10 @@ use tonic::transport::{Channel, Uri};
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 /// How often a "still connecting" line is logged.
 const REPORT_EVERY: Duration = Duration::from_secs(10);
+/// Largest header block (a gRPC error's message travels in one) accepted from the driver: grpc-go's client default,
+/// which upstream's sidecars use. hyper's default of 16 KiB would turn a driver's long error message into a
+/// connection error, and a lost connection ends the sidecar.
+const MAX_HEADER_LIST_SIZE: u32 = 16 << 20;
 
 /// Where the plugin listens: always a unix socket path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,7 +137,9 @@ pub async fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Connectio
     };
 
     // The URI is required by tonic but unused: the connector above dials the socket.
-    let builder = tonic::transport::Endpoint::from_static("http://csi.plugin").connect_timeout(RETRY_EVERY);
+    let builder = tonic::transport::Endpoint::from_static("http://csi.plugin")
+        .connect_timeout(RETRY_EVERY)
+        .http2_max_header_list_size(MAX_HEADER_LIST_SIZE);
     let started = Instant::now();
     let mut last_report = started;
     tracing::info!(endpoint = %endpoint, "connecting to CSI driver");

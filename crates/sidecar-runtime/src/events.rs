@@ -152,8 +152,8 @@ impl EventRecorder {
     /// Like client-go, never fails the caller: an event the API server refuses is logged and dropped, and so is one
     /// that finds the queue full.
     pub async fn publish(&self, object: &ObjectReference, event_type: EventType, reason: &str, message: &str) {
-        let pending =
-            Pending { object: object.clone(), event_type, reason: reason.to_string(), message: message.to_string() };
+        let message = bounded_message(message);
+        let pending = Pending { object: object.clone(), event_type, reason: reason.to_string(), message };
         let queue = self.queue.get_or_init(|| self.start_sender());
         if let Err(err) = queue.try_send(pending) {
             let dropped = match &err {
@@ -260,6 +260,23 @@ pub fn object_reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectRefe
     }
 }
 
+/// Longest event message sent: the note limit of events.k8s.io/v1. A driver's error can quote a user's value at any
+/// length (a 64 KiB parameter); the event keeps its start, which names the problem, instead of storing it all.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// `message`, cut to at most [`MAX_MESSAGE_BYTES`] on a character boundary with `...` marking the cut.
+fn bounded_message(message: &str) -> String {
+    const MARK: &str = "...";
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message.to_string();
+    }
+    let mut end = MAX_MESSAGE_BYTES - MARK.len();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{MARK}", &message[..end])
+}
+
 /// The Event client-go would create: named `<object>.<unix nanos in hex>`, in
 /// the object's namespace (`default` for cluster-scoped objects such as PVs).
 fn new_event(
@@ -295,6 +312,24 @@ fn new_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_messages_are_cut_on_a_character_boundary() {
+        let ascii = "x".repeat(MAX_MESSAGE_BYTES + 1);
+        let wide = "é".repeat(MAX_MESSAGE_BYTES); // two bytes each: the cut falls inside one unless moved
+        // (message, expected length in bytes, expected ending)
+        let cases: [(&str, usize, &str); 4] = [
+            ("short", 5, "short"),
+            (&ascii[..MAX_MESSAGE_BYTES], MAX_MESSAGE_BYTES, "x"),
+            (&ascii, MAX_MESSAGE_BYTES, "x..."),
+            (&wide, MAX_MESSAGE_BYTES - 1, "é..."),
+        ];
+        for (message, length, ending) in cases {
+            let bounded = bounded_message(message);
+            assert_eq!(bounded.len(), length, "{}", &message[..5.min(message.len())]);
+            assert!(bounded.ends_with(ending));
+        }
+    }
 
     #[test]
     fn events_look_like_client_go_ones() {

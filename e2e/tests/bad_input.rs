@@ -3,13 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::install_snapshot_crds;
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, claim};
+use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim};
+use csi_sidecars_e2e::resizer_world::ResizerWorld;
+use csi_sidecars_e2e::{eventually, install_snapshot_crds};
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimSpec, TypedLocalObjectReference, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_json::json;
 
 /// Claims asking for what the driver does not offer: hostpath-plugin's volumes live on one node (no MULTI_NODE_*
 /// mode) and, started with `--no-block`, it has no raw block support. The driver refuses each with
@@ -193,4 +195,60 @@ async fn the_provisioner_names_every_bad_claim_and_serves_the_rest() {
     assert_eq!(world.plugin_volumes().len(), PROVISIONER_CORPUS.len(), "only the fine claims got volumes");
     assert_eq!(provisioner.exited(), None, "the provisioner keeps running");
     assert!(!provisioner.log().contains("never-in-an-event"), "a secret value in the log");
+}
+
+/// The resizer corpus: an expansion the driver cannot make and attributes classes with malformed values (letters,
+/// non-ASCII digits, a 64 KiB value) each end in an event naming the driver's refusal, the claim's spec is left as
+/// the user wrote it, and a good expansion and a good modification in the same run go through.
+#[tokio::test]
+async fn the_resizer_names_every_bad_change_and_serves_the_rest() {
+    let mut world = ResizerWorld::new("bad-changes", &[]).await;
+    let silver = world.create_attribute_class("silver", &[("iops", "1000")]).await;
+    let gold = world.create_attribute_class("gold", &[("iops", "5000")]).await;
+    let huge_value = format!("{}MiB/s", "9".repeat(64 * 1024));
+    let malformed = [
+        ("letters-iops", world.create_attribute_class("letters", &[("iops", "fast")]).await),
+        ("unicode-iops", world.create_attribute_class("unicode", &[("iops", "١٠٠٠")]).await),
+        ("huge-value", world.create_attribute_class("huge", &[("throughput", &huge_value)]).await),
+    ];
+    let mut resizer = world.start_resizer("csi-resizer", &[]);
+
+    world.bound_claim("too-big", false, None).await;
+    world.patch_claim("too-big", json!({"spec": {"resources": {"requests": {"storage": "64Pi"}}}})).await;
+    for (claim, class) in &malformed {
+        world.bound_claim(claim, false, Some(&silver)).await;
+        world.set_attribute_class(claim, class).await;
+    }
+    // Block: no node expansion follows, so the claim's capacity is final once the controller has expanded.
+    let grown = world.bound_claim("fine-expand", true, None).await;
+    world.patch_claim("fine-expand", json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})).await;
+    world.bound_claim("fine-modify", false, Some(&silver)).await;
+    world.set_attribute_class("fine-modify", &gold).await;
+
+    world.wait_for_current_class("fine-modify", &gold).await;
+    let claims = world.claims();
+    eventually("fine-expand at 2Gi", TIMEOUT, || async {
+        let status = claims.get("fine-expand").await.ok().and_then(|c| c.status);
+        status.and_then(|s| s.capacity).and_then(|c| c.get("storage").cloned()) == Some(Quantity("2Gi".into()))
+    })
+    .await;
+    assert_eq!(world.backend_volume(&grown)["capacity_bytes"], 2i64 << 30);
+
+    world.wait_for_event("too-big", "VolumeResizeFailed", "OutOfRange").await;
+    let too_big = world.claim("too-big").await;
+    let requested = too_big.spec.and_then(|s| s.resources).and_then(|r| r.requests).unwrap_or_default();
+    assert_eq!(requested.get("storage"), Some(&Quantity("64Pi".into())), "the request is left as written");
+    for (claim, class) in &malformed {
+        world.wait_for_modify_status(claim, Some(class), "Infeasible").await;
+        world.wait_for_event(claim, "VolumeModifyFailed", "InvalidArgument").await;
+        // A driver's error may quote the value whole; the event keeps the start, which names the problem.
+        let events = world.events(claim, "VolumeModifyFailed").await;
+        for (message, _) in &events {
+            assert!(message.len() <= 1024, "{claim}: an event of {} bytes", message.len());
+            assert!(message.contains("mutable parameter"), "{claim}: {message}");
+        }
+        let status = world.claim(claim).await.status.unwrap_or_default();
+        assert_eq!(status.current_volume_attributes_class_name.as_deref(), Some(silver.as_str()), "{claim}");
+    }
+    assert_eq!(resizer.exited(), None, "the resizer keeps running");
 }

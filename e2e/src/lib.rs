@@ -16,6 +16,7 @@ mod rbac;
 mod reference_grant_crd;
 pub mod resizer_world;
 mod snapshot_crds;
+pub mod snapshot_world;
 mod wait;
 
 pub use cluster::{Cluster, clean_up, repo_root};

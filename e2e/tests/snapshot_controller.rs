@@ -5,198 +5,23 @@
 //! controllers at once would each act on the other test's snapshots. The first test writes the content's status by
 //! hand where csi-snapshotter would; the second runs csi-snapshotter too, and restores through csi-provisioner.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, has_finalizer};
-use csi_sidecars_e2e::{
-    Cluster, Sidecar, SidecarIdentity, binary, eventually, free_port, http_get, install_snapshot_crds, wait_for,
-};
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
-use serde_json::json;
-use snapshot_api::{
-    DeletionPolicy, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, VolumeSnapshotContentSource,
-    VolumeSnapshotContentSpec, VolumeSnapshotSource, VolumeSnapshotSpec,
-};
+use csi_sidecars_e2e::snapshot_world::{Snapshots, bound_to, ready, start_csi_snapshotter, start_snapshot_controller};
+use csi_sidecars_e2e::{Cluster, eventually, free_port, http_get, install_snapshot_crds};
+use kube::ResourceExt;
+use kube::api::DeleteParams;
+use snapshot_api::DeletionPolicy;
 
 const AS_SOURCE: &str = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection";
 const BOUND: &str = "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection";
 const CONTENT_BOUND: &str = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection";
 const CLAIM_AS_SOURCE: &str = "snapshot.storage.kubernetes.io/pvc-as-source-protection";
 const BEING_DELETED: &str = "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted";
-const DEFAULT_CLASS: &str = "snapshot.storage.kubernetes.io/is-default-class";
-
-struct Snapshots<'a> {
-    world: &'a World,
-    classes: Vec<String>,
-}
-
-impl Snapshots<'_> {
-    fn snapshots(&self) -> Api<VolumeSnapshot> {
-        Api::namespaced(self.world.client.clone(), self.world.ns())
-    }
-
-    fn contents(&self) -> Api<VolumeSnapshotContent> {
-        Api::all(self.world.client.clone())
-    }
-
-    /// A VolumeSnapshotClass of the test's driver, named after the namespace.
-    async fn class(&mut self, suffix: &str, policy: DeletionPolicy, default: bool) -> String {
-        let name = format!("{}-{suffix}", self.world.ns());
-        let mut annotations = BTreeMap::new();
-        if default {
-            annotations.insert(DEFAULT_CLASS.to_string(), "true".to_string());
-        }
-        let class: VolumeSnapshotClass = serde_json::from_value(json!({
-            "apiVersion": "snapshot.storage.k8s.io/v1",
-            "kind": "VolumeSnapshotClass",
-            "metadata": {"name": name, "annotations": annotations},
-            "driver": self.world.driver,
-            "deletionPolicy": policy,
-        }))
-        .unwrap();
-        Api::<VolumeSnapshotClass>::all(self.world.client.clone())
-            .create(&PostParams::default(), &class)
-            .await
-            .unwrap();
-        self.classes.push(name.clone());
-        name
-    }
-
-    /// A Delete class of the test's driver with `parameters`.
-    async fn class_with(&mut self, suffix: &str, parameters: &[(&str, &str)]) -> String {
-        let name = self.class(suffix, DeletionPolicy::Delete, false).await;
-        let parameters: BTreeMap<&str, &str> = parameters.iter().copied().collect();
-        let patch = json!({"parameters": parameters});
-        Api::<VolumeSnapshotClass>::all(self.world.client.clone())
-            .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .unwrap();
-        name
-    }
-
-    async fn delete_class(&mut self, name: &str) {
-        let _ = Api::<VolumeSnapshotClass>::all(self.world.client.clone()).delete(name, &DeleteParams::default()).await;
-        self.classes.retain(|c| c != name);
-    }
-
-    async fn snapshot_of_claim(&self, name: &str, claim: &str, class: Option<&str>) -> VolumeSnapshot {
-        let source = VolumeSnapshotSource { persistent_volume_claim_name: Some(claim.into()), ..Default::default() };
-        let spec = VolumeSnapshotSpec { source, volume_snapshot_class_name: class.map(str::to_string) };
-        self.snapshots().create(&PostParams::default(), &VolumeSnapshot::new(name, spec)).await.unwrap()
-    }
-
-    async fn snapshot_of_content(&self, name: &str, content: &str) -> VolumeSnapshot {
-        let source = VolumeSnapshotSource { volume_snapshot_content_name: Some(content.into()), ..Default::default() };
-        let spec = VolumeSnapshotSpec { source, volume_snapshot_class_name: None };
-        self.snapshots().create(&PostParams::default(), &VolumeSnapshot::new(name, spec)).await.unwrap()
-    }
-
-    /// A pre-provisioned content for `handle`, pointing at snapshot `snapshot` of the test namespace (no UID yet).
-    async fn preprovisioned_content(&self, name: &str, snapshot: &str, handle: &str) -> String {
-        let name = format!("{}-{name}", self.world.ns());
-        let content = VolumeSnapshotContent::new(
-            &name,
-            VolumeSnapshotContentSpec {
-                volume_snapshot_ref: ObjectReference {
-                    name: Some(snapshot.into()),
-                    namespace: Some(self.world.ns().into()),
-                    ..Default::default()
-                },
-                deletion_policy: DeletionPolicy::Retain,
-                driver: self.world.driver.clone(),
-                volume_snapshot_class_name: None,
-                source: VolumeSnapshotContentSource { volume_handle: None, snapshot_handle: Some(handle.into()) },
-                source_volume_mode: None,
-            },
-        );
-        self.contents().create(&PostParams::default(), &content).await.unwrap();
-        name
-    }
-
-    /// What csi-snapshotter writes once the driver cut the snapshot.
-    async fn cut(&self, content: &str, handle: &str, size: i64) {
-        let status = json!({"status": {
-            "snapshotHandle": handle, "readyToUse": true, "restoreSize": size, "creationTime": 1_800_000_000_000_000_000i64,
-        }});
-        self.contents().patch_status(content, &PatchParams::default(), &Patch::Merge(status)).await.unwrap();
-    }
-
-    /// What csi-snapshotter does once it deleted the storage snapshot: its finalizer comes off.
-    async fn release_content(&self, content: &str) {
-        let patch = json!({"metadata": {"finalizers": null}});
-        let _ = self.contents().patch(content, &PatchParams::default(), &Patch::Merge(patch)).await;
-    }
-
-    async fn wait_snapshot(&self, name: &str, what: &str, check: impl Fn(&VolumeSnapshot) -> bool) -> VolumeSnapshot {
-        let api = self.snapshots();
-        wait_for(&format!("snapshot {name}: {what}"), TIMEOUT, || async {
-            api.get(name).await.ok().filter(|s| check(s))
-        })
-        .await
-    }
-
-    async fn gone(&self, name: &str) {
-        let api = self.snapshots();
-        eventually(&format!("snapshot {name} is gone"), TIMEOUT, || async {
-            matches!(api.get_opt(name).await, Ok(None))
-        })
-        .await;
-    }
-}
-
-impl Drop for Snapshots<'_> {
-    fn drop(&mut self) {
-        let classes = std::mem::take(&mut self.classes);
-        let namespace = self.world.ns().to_string();
-        csi_sidecars_e2e::clean_up(move |client| async move {
-            for class in classes {
-                let _ = Api::<VolumeSnapshotClass>::all(client.clone()).delete(&class, &DeleteParams::default()).await;
-            }
-            // Contents are cluster-scoped: ours point at the test namespace.
-            let contents: Api<VolumeSnapshotContent> = Api::all(client);
-            if let Ok(list) = contents.list(&Default::default()).await {
-                for content in list.items {
-                    if content.spec.volume_snapshot_ref.namespace.as_deref() == Some(namespace.as_str()) {
-                        let name = content.name_any();
-                        let patch = json!({"metadata": {"finalizers": null}});
-                        let _ = contents.patch(&name, &PatchParams::default(), &Patch::Merge(patch)).await;
-                        let _ = contents.delete(&name, &DeleteParams::default()).await;
-                    }
-                }
-            }
-        });
-    }
-}
-
-fn ready(snapshot: &VolumeSnapshot) -> bool {
-    snapshot.status.as_ref().and_then(|s| s.ready_to_use) == Some(true)
-}
-
-fn bound_to(snapshot: &VolumeSnapshot) -> Option<String> {
-    snapshot.status.as_ref()?.bound_volume_snapshot_content_name.clone()
-}
 
 /// One snapshot-controller at a time in the cluster.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Starts snapshot-controller as a ServiceAccount with upstream's rules. The process comes first so that it stops
-/// before the identity's bindings go (a tuple drops its fields in order).
-async fn start_controller(world: &mut World, metrics_port: u16) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
-    let identity =
-        SidecarIdentity::create(&world.client, world.ns(), Sidecar::SnapshotController, world.scenario.dir()).await;
-    let args = vec![
-        identity.kubeconfig_flag(),
-        format!("--http-endpoint=127.0.0.1:{metrics_port}"),
-        "--retry-interval-start=200ms".to_string(),
-        "--retry-interval-max=2s".to_string(),
-        "-v=5".to_string(),
-    ];
-    let process = world.scenario.start("snapshot-controller", &binary("snapshot-controller"), &args);
-    (process, identity)
-}
 
 #[tokio::test]
 async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
@@ -206,8 +31,8 @@ async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
     let storage_class = world.class("data", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
     let metrics_port = free_port();
-    let _controller = start_controller(&mut world, metrics_port).await;
-    let mut snaps = Snapshots { world: &world, classes: Vec::new() };
+    let _controller = start_snapshot_controller(&mut world, metrics_port).await;
+    let mut snaps = Snapshots::new(&world);
     world.claim("data", &storage_class, None, "ReadWriteOnce").await;
     let volume = world.bound("data").await;
     let handle = world.volumes().get(&volume).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
@@ -338,19 +163,6 @@ async fn snapshot_controller_binds_creates_and_deletes_snapshots() {
 }
 
 /// csi-snapshotter beside the test's plugin, as a ServiceAccount with upstream's rules (process first, as above).
-async fn start_snapshotter(world: &mut World) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
-    let identity = SidecarIdentity::create(&world.client, world.ns(), Sidecar::Snapshotter, world.scenario.dir()).await;
-    let args = vec![
-        format!("--csi-address={}", world.socket.display()),
-        identity.kubeconfig_flag(),
-        "--retry-interval-start=200ms".to_string(),
-        "--retry-interval-max=2s".to_string(),
-        "-v=5".to_string(),
-    ];
-    let process = world.scenario.start("csi-snapshotter", &binary("csi-snapshotter"), &args);
-    (process, identity)
-}
-
 fn restore_claim(
     name: &str,
     class: &str,
@@ -380,9 +192,9 @@ async fn snapshots_are_cut_restored_and_deleted_with_csi_snapshotter() {
     let mut world = World::new("snapstory", &[fault_flag.as_str()]).await;
     let storage_class = world.class("data", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
-    let _controller = start_controller(&mut world, free_port()).await;
-    let _snapshotter = start_snapshotter(&mut world).await;
-    let mut snaps = Snapshots { world: &world, classes: Vec::new() };
+    let _controller = start_snapshot_controller(&mut world, free_port()).await;
+    let _snapshotter = start_csi_snapshotter(&mut world).await;
+    let mut snaps = Snapshots::new(&world);
     snaps.class("default", DeletionPolicy::Delete, true).await;
     world.claim("fs", &storage_class, None, "ReadWriteOnce").await;
     world.claim("blk", &storage_class, Some("Block"), "ReadWriteOnce").await;

@@ -51,7 +51,10 @@ pub fn claim_finalizer_before_create(
     claim: Option<&PersistentVolumeClaim>,
 ) -> Result<Option<ClaimPatch>, SnapshotFailure> {
     let Some(claim) = claim else {
-        return Err(claim_finalizer_failed(&snapshot.name_any(), "cannot get claim from snapshot"));
+        // Upstream's text, then which claim: "cannot get claim" alone does not say what to fix.
+        let name = snapshot.spec.source.persistent_volume_claim_name.as_deref().unwrap_or_default();
+        let error = format!("cannot get claim from snapshot: persistentvolumeclaims {name:?} not found");
+        return Err(claim_finalizer_failed(&snapshot.name_any(), &error));
     };
     if claim.finalizers().iter().any(|f| f == FINALIZER_PVC_AS_SOURCE) {
         return Ok(None);

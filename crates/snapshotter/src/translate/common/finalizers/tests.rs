@@ -74,7 +74,7 @@ fn claim_finalizer_before_a_content_is_created() {
             "4a: claim missing",
             None,
             Err(
-                "Failed to create snapshot content with error snapshot controller failed to update snap on API server: cannot get claim from snapshot",
+                "Failed to create snapshot content with error snapshot controller failed to update snap on API server: cannot get claim from snapshot: persistentvolumeclaims \"data\" not found",
             ),
         ),
     ];

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{Event, ObjectReference};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use snapshot_api::{
@@ -59,6 +59,27 @@ impl<'a> Snapshots<'a> {
             .unwrap();
         self.classes.push(name.clone());
         name
+    }
+
+    /// Waits for an event with `reason` whose message contains `text`, on the snapshot or on the content bound to
+    /// it (the sidecar reports on the content).
+    pub async fn wait_event(&self, snapshot: &str, reason: &str, text: &str) {
+        let events: Api<Event> = Api::all(self.world.client.clone());
+        let snapshots = self.snapshots();
+        eventually(&format!("{reason} event about snapshot {snapshot} mentioning {text:?}"), TIMEOUT, || async {
+            let content = snapshots.get(snapshot).await.ok().and_then(|s| bound_to(&s));
+            let mut objects = vec![snapshot.to_string()];
+            objects.extend(content);
+            for object in objects {
+                let params = ListParams::default().fields(&format!("involvedObject.name={object},reason={reason}"));
+                let listed = events.list(&params).await.map(|l| l.items).unwrap_or_default();
+                if listed.iter().any(|e| e.message.as_deref().is_some_and(|m| m.contains(text))) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
     }
 
     /// A Delete class of the test's driver with `parameters`.

@@ -5,13 +5,15 @@ use std::collections::BTreeMap;
 
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim};
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
-use csi_sidecars_e2e::{eventually, install_snapshot_crds};
+use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_csi_snapshotter, start_snapshot_controller};
+use csi_sidecars_e2e::{Cluster, eventually, free_port, install_snapshot_crds};
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimSpec, TypedLocalObjectReference, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::json;
+use snapshot_api::DeletionPolicy;
 
 /// Claims asking for what the driver does not offer: hostpath-plugin's volumes live on one node (no MULTI_NODE_*
 /// mode) and, started with `--no-block`, it has no raw block support. The driver refuses each with
@@ -251,4 +253,94 @@ async fn the_resizer_names_every_bad_change_and_serves_the_rest() {
         assert_eq!(status.current_volume_attributes_class_name.as_deref(), Some(silver.as_str()), "{claim}");
     }
     assert_eq!(resizer.exited(), None, "the resizer keeps running");
+}
+
+/// One bad VolumeSnapshot of the snapshot corpus and the event (reason, text) that must name its problem, on the
+/// snapshot or, where the sidecar finds it, on its content.
+struct BadSnapshot {
+    name: &'static str,
+    reason: &'static str,
+    text: &'static str,
+}
+
+/// The snapshot corpus, through snapshot-controller and csi-snapshotter together: every bad snapshot gets an event
+/// naming its problem and is not ready, the driver cuts nothing for it, and a good snapshot in the same run is ready.
+#[tokio::test]
+async fn the_snapshot_sidecars_name_every_bad_snapshot_and_serve_the_rest() {
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let mut world = World::new("bad-snaps", &[]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    world.claim("data", &storage_class, None, "ReadWriteOnce").await;
+    world.bound("data").await;
+    // A claim no provisioner serves: it stays Pending.
+    world.claim("pending", "no-such-storage-class", None, "ReadWriteOnce").await;
+
+    let mut controller = start_snapshot_controller(&mut world, free_port()).await;
+    let mut snapshotter = start_csi_snapshotter(&mut world).await;
+    let mut snaps = Snapshots::new(&world);
+    let good = snaps.class("good", DeletionPolicy::Delete, false).await;
+    let unknown_key = snaps.class_with("unknown-key", &[("csi.storage.k8s.io/no-such-key", "x")]).await;
+    let no_secret = snaps
+        .class_with(
+            "no-secret",
+            &[
+                ("csi.storage.k8s.io/snapshotter-secret-name", "missing"),
+                ("csi.storage.k8s.io/snapshotter-secret-namespace", world.ns()),
+            ],
+        )
+        .await;
+    let unknown_handle = snaps.preprovisioned_content("unknown-handle", "unknown-handle", "no-such-handle").await;
+
+    let corpus = [
+        BadSnapshot {
+            name: "of-missing-claim",
+            reason: "SnapshotContentCreationFailed",
+            text: "cannot get claim from snapshot: persistentvolumeclaims \"no-such-claim\" not found",
+        },
+        BadSnapshot {
+            name: "of-pending-claim",
+            reason: "SnapshotContentCreationFailed",
+            text: "the PVC pending is not yet bound to a PV",
+        },
+        BadSnapshot {
+            name: "missing-class",
+            reason: "GetSnapshotClassFailed",
+            text: "volumesnapshotclass.snapshot.storage.k8s.io \"no-such-snapshot-class\" not found",
+        },
+        BadSnapshot {
+            name: "unknown-key",
+            reason: "SnapshotCreationFailed",
+            text: "found unknown parameter key \"csi.storage.k8s.io/no-such-key\"",
+        },
+        BadSnapshot { name: "no-secret", reason: "SnapshotCreationFailed", text: "error getting secret missing" },
+        BadSnapshot {
+            name: "missing-content",
+            reason: "SnapshotContentMissing",
+            text: "VolumeSnapshotContent is missing",
+        },
+        BadSnapshot { name: "unknown-handle", reason: "SnapshotContentCheckandUpdateFailed", text: "no-such-handle" },
+    ];
+    snaps.snapshot_of_claim("of-missing-claim", "no-such-claim", Some(&good)).await;
+    snaps.snapshot_of_claim("of-pending-claim", "pending", Some(&good)).await;
+    snaps.snapshot_of_claim("missing-class", "data", Some("no-such-snapshot-class")).await;
+    snaps.snapshot_of_content("unknown-handle", &unknown_handle).await;
+    snaps.snapshot_of_claim("unknown-key", "data", Some(&unknown_key)).await;
+    snaps.snapshot_of_claim("no-secret", "data", Some(&no_secret)).await;
+    snaps.snapshot_of_content("missing-content", "no-such-content").await;
+    snaps.snapshot_of_claim("fine", "data", Some(&good)).await;
+
+    snaps.wait_snapshot("fine", "ready", ready).await;
+    for row in &corpus {
+        snaps.wait_event(row.name, row.reason, row.text).await;
+        let snapshot = snaps.snapshots().get(row.name).await.unwrap();
+        assert!(!ready(&snapshot), "{} is not ready", row.name);
+    }
+    assert_eq!(plugin_snapshot_count(&world), 1, "the driver cut only the good snapshot");
+    assert_eq!(controller.0.exited(), None, "snapshot-controller keeps running");
+    assert_eq!(snapshotter.0.exited(), None, "csi-snapshotter keeps running");
+}
+
+fn plugin_snapshot_count(world: &World) -> usize {
+    world.csictl(&["list-snapshots"]).as_array().map(Vec::len).unwrap_or_default()
 }

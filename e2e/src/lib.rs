@@ -8,6 +8,7 @@
 pub mod audit;
 mod cluster;
 pub mod driver_world;
+pub mod group_world;
 mod http;
 mod namespace;
 mod process;

@@ -9,165 +9,19 @@
 
 use std::collections::BTreeMap;
 
+use csi_sidecars_e2e::group_world::{
+    GROUP_BOUND, Groups, IN_GROUP, labelled_claim, member_name, plugin_group_members, start, start_with,
+};
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim, has_finalizer};
-use csi_sidecars_e2e::{Cluster, Rules, Sidecar, SidecarIdentity, binary, eventually, install_snapshot_crds, wait_for};
+use csi_sidecars_e2e::{Cluster, Sidecar, eventually, install_snapshot_crds};
 use k8s_openapi::api::core::v1::TypedLocalObjectReference;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
-use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot};
-
-const IN_GROUP: &str = "snapshot.storage.kubernetes.io/volumesnapshot-in-group-protection";
-const GROUP_BOUND: &str = "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-bound-protection";
-const GATE: &str = "--feature-gates=CSIVolumeGroupSnapshot=true";
+use snapshot_api::VolumeGroupSnapshotContent;
 
 /// One snapshot-controller at a time in the cluster.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// A sidecar of the snapshot pair as a ServiceAccount with upstream's rules, group snapshots on. The process comes
-/// first so that it stops before the identity's bindings go.
-async fn start(world: &mut World, sidecar: Sidecar, name: &str) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
-    start_with(world, sidecar, name, &[GATE]).await
-}
-
-/// [`start`] with other flags than the gate.
-async fn start_with(
-    world: &mut World,
-    sidecar: Sidecar,
-    name: &str,
-    extra: &[&str],
-) -> (csi_sidecars_e2e::Process, SidecarIdentity) {
-    // csi-group-snapshotter has csi-snapshotter's rules, under an account of its own beside it.
-    let identity =
-        SidecarIdentity::with_rules(&world.client, world.ns(), name, Rules::of(sidecar), world.scenario.dir()).await;
-    let mut args = vec![
-        identity.kubeconfig_flag(),
-        "--retry-interval-start=200ms".to_string(),
-        "--retry-interval-max=2s".to_string(),
-        "-v=5".to_string(),
-    ];
-    args.extend(extra.iter().map(|a| a.to_string()));
-    if name != "snapshot-controller" {
-        args.push(format!("--csi-address={}", world.socket.display()));
-    }
-    let process = world.scenario.start(name, &binary(name), &args);
-    (process, identity)
-}
-
-struct Groups<'a> {
-    world: &'a World,
-    class: String,
-}
-
-impl Groups<'_> {
-    fn groups(&self) -> Api<VolumeGroupSnapshot> {
-        Api::namespaced(self.world.client.clone(), self.world.ns())
-    }
-
-    fn snapshots(&self) -> Api<VolumeSnapshot> {
-        Api::namespaced(self.world.client.clone(), self.world.ns())
-    }
-
-    /// The driver's default VolumeGroupSnapshotClass, policy Delete, named after the namespace.
-    async fn default_class(world: &World) -> Groups<'_> {
-        let class = format!("{}-group", world.ns());
-        let object: VolumeGroupSnapshotClass = serde_json::from_value(json!({
-            "apiVersion": "groupsnapshot.storage.k8s.io/v1",
-            "kind": "VolumeGroupSnapshotClass",
-            "metadata": {"name": class, "annotations": {"groupsnapshot.storage.kubernetes.io/is-default-class": "true"}},
-            "driver": world.driver,
-            "deletionPolicy": "Delete",
-        }))
-        .unwrap();
-        Api::<VolumeGroupSnapshotClass>::all(world.client.clone())
-            .create(&PostParams::default(), &object)
-            .await
-            .unwrap();
-        Groups { world, class }
-    }
-
-    async fn group(&self, name: &str, selector: serde_json::Value) -> VolumeGroupSnapshot {
-        let object: VolumeGroupSnapshot = serde_json::from_value(json!({
-            "apiVersion": "groupsnapshot.storage.k8s.io/v1",
-            "kind": "VolumeGroupSnapshot",
-            "metadata": {"name": name},
-            "spec": {"source": {"selector": selector}},
-        }))
-        .unwrap();
-        self.groups().create(&PostParams::default(), &object).await.unwrap()
-    }
-
-    async fn ready(&self, name: &str) -> VolumeGroupSnapshot {
-        let api = self.groups();
-        wait_for(&format!("group snapshot {name} ready"), TIMEOUT, || async {
-            api.get(name).await.ok().filter(|g| g.status.as_ref().and_then(|s| s.ready_to_use) == Some(true))
-        })
-        .await
-    }
-
-    /// The VolumeSnapshots owned by the group, once there are `count` of them and all are ready.
-    async fn ready_members(&self, group: &VolumeGroupSnapshot, count: usize) -> Vec<VolumeSnapshot> {
-        let uid = group.uid().unwrap();
-        let api = self.snapshots();
-        wait_for(&format!("{count} ready members of {}", group.name_any()), TIMEOUT, || async {
-            let members: Vec<VolumeSnapshot> = api
-                .list(&ListParams::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .filter(|s| s.owner_references().iter().any(|o| o.uid == uid))
-                .collect();
-            let ready = members.iter().all(|s| s.status.as_ref().and_then(|s| s.ready_to_use) == Some(true));
-            (members.len() == count && ready).then_some(members)
-        })
-        .await
-    }
-}
-
-impl Drop for Groups<'_> {
-    fn drop(&mut self) {
-        let class = self.class.clone();
-        csi_sidecars_e2e::clean_up(move |client| async move {
-            let _ = Api::<VolumeGroupSnapshotClass>::all(client).delete(&class, &DeleteParams::default()).await;
-        });
-    }
-}
-
-/// A claim of the story, with its labels.
-async fn labelled_claim(world: &World, name: &str, class: &str, labels: &[(&str, &str)]) {
-    let mut object = claim(name, class, None, "ReadWriteOnce");
-    object.metadata.labels = Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
-    world.claim_object(object).await;
-}
-
-/// `snapshot-` and the hex SHA-256 of the group UID followed by the volume handle, computed by `sha256sum` so that
-/// the check does not rely on the code under test.
-fn member_name(group_uid: &str, volume_handle: &str) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("sha256sum")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("run sha256sum");
-    child.stdin.take().unwrap().write_all(format!("{group_uid}{volume_handle}").as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let hex = String::from_utf8(output.stdout).unwrap();
-    format!("snapshot-{}", hex.split_whitespace().next().unwrap())
-}
-
-/// The plugin's snapshots of one storage group snapshot, through csictl's ListSnapshots.
-fn plugin_group_members(world: &World, group_snapshot_id: &str) -> usize {
-    let output = std::process::Command::new(binary("csictl"))
-        .arg(format!("--endpoint=unix://{}", world.socket.display()))
-        .args(["list-snapshots", "-o", "json"])
-        .output()
-        .expect("run csictl");
-    assert!(output.status.success(), "csictl: {}", String::from_utf8_lossy(&output.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).expect("csictl json");
-    let rows = rows.as_array().cloned().unwrap_or_default();
-    rows.iter().filter(|r| r["group_snapshot_id"] == group_snapshot_id).count()
-}
 
 #[tokio::test]
 async fn a_database_is_snapshotted_as_one_group_restored_and_deleted() {
@@ -322,4 +176,261 @@ async fn csi_group_snapshotter_cuts_groups_alone_under_its_own_lease() {
         matches!(groups.groups().get_opt("queue").await, Ok(None))
     })
     .await;
+}
+
+/// Beyond upstream: a VolumeGroupSnapshotContent an administrator made for a storage group snapshot that exists
+/// already (`source.groupSnapshotHandles`) binds to the group snapshot naming it; csi-snapshotter asks the driver
+/// with GetVolumeGroupSnapshot, and each snapshot of the answer becomes a member, restorable like any other.
+#[tokio::test]
+async fn a_pre_provisioned_group_content_gets_its_members() {
+    let _turn = SERIAL.lock().await;
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let mut world = World::new("grouppre", &[]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    let _controller = start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
+    let _snapshotter = start(&mut world, Sidecar::Snapshotter, "csi-snapshotter").await;
+    let groups = Groups::class(&world, "imported", "Delete", false).await;
+    let mut handles = BTreeMap::new();
+    for name in ["a", "b"] {
+        labelled_claim(&world, name, &storage_class, &[("app", "legacy")]).await;
+    }
+    for name in ["a", "b"] {
+        let volume = world.bound(name).await;
+        let handle = world.volumes().get(&volume).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
+        handles.insert(name, handle);
+    }
+
+    // The storage group snapshot exists before Kubernetes knows of it.
+    let sources = format!("{},{}", handles["a"], handles["b"]);
+    let cut = world.csictl(&["create-group-snapshot", "legacy-backup", "--source-volume-id", &sources]);
+    let group_id = cut["group_snapshot_id"].as_str().unwrap().to_string();
+    let snapshot_ids: Vec<String> =
+        cut["snapshots"].as_array().unwrap().iter().map(|s| s["snapshot_id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(snapshot_ids.len(), 2);
+    let content_name = format!("{}-imported", world.ns());
+    let content: VolumeGroupSnapshotContent = serde_json::from_value(json!({
+        "apiVersion": "groupsnapshot.storage.k8s.io/v1",
+        "kind": "VolumeGroupSnapshotContent",
+        "metadata": {"name": content_name},
+        "spec": {
+            "deletionPolicy": "Delete",
+            "driver": world.driver,
+            "source": {"groupSnapshotHandles": {"volumeGroupSnapshotHandle": group_id, "volumeSnapshotHandles": snapshot_ids}},
+            "volumeGroupSnapshotRef": {"name": "imported", "namespace": world.ns()},
+        },
+    }))
+    .unwrap();
+    groups.contents().create(&Default::default(), &content).await.unwrap();
+
+    let group = groups
+        .create(
+            "imported",
+            json!({"source": {"volumeGroupSnapshotContentName": content_name}, "volumeGroupSnapshotClassName": groups.class}),
+        )
+        .await;
+    let uid = group.uid().unwrap();
+    let group = groups.ready("imported").await;
+    assert_eq!(
+        group.status.as_ref().unwrap().bound_volume_group_snapshot_content_name.as_deref(),
+        Some(&*content_name)
+    );
+    assert!(has_finalizer(&group.metadata, GROUP_BOUND));
+    let content = groups.contents().get(&content_name).await.unwrap();
+    assert_eq!(content.spec.volume_group_snapshot_ref.uid.as_deref(), Some(uid.as_str()), "bound by UID");
+    assert_eq!(content.spec.volume_group_snapshot_class_name.as_deref(), Some(groups.class.as_str()));
+
+    // Its members, made from GetVolumeGroupSnapshot's answer, named as a dynamic group's.
+    let members = groups.ready_members(&group, 2).await;
+    let snapshot_contents: Api<snapshot_api::VolumeSnapshotContent> = Api::all(world.client.clone());
+    for claim_name in ["a", "b"] {
+        let name = member_name(&uid, &handles[claim_name]);
+        let member = members.iter().find(|m| m.name_any() == name).unwrap_or_else(|| panic!("member {name}"));
+        assert_eq!(member.spec.source.persistent_volume_claim_name.as_deref(), Some(claim_name));
+        assert_eq!(member.status.as_ref().unwrap().volume_group_snapshot_name.as_deref(), Some("imported"));
+        assert!(has_finalizer(&member.metadata, IN_GROUP));
+        let bound = member.status.as_ref().unwrap().bound_volume_snapshot_content_name.clone().unwrap();
+        let member_content = snapshot_contents.get(&bound).await.unwrap();
+        let handle = member_content.status.and_then(|s| s.snapshot_handle).unwrap();
+        assert!(snapshot_ids.contains(&handle), "{handle} is one of the storage group's snapshots");
+    }
+    let mut restored = claim("a-restored", &storage_class, None, "ReadWriteOnce");
+    restored.spec.as_mut().unwrap().data_source = Some(TypedLocalObjectReference {
+        api_group: Some("snapshot.storage.k8s.io".into()),
+        kind: "VolumeSnapshot".into(),
+        name: member_name(&uid, &handles["a"]),
+    });
+    world.claim_object(restored).await;
+    world.bound("a-restored").await;
+
+    // Policy Delete: deleting the group deletes the imported storage group snapshot too.
+    groups.groups().delete("imported", &DeleteParams::default()).await.unwrap();
+    groups.gone("imported").await;
+    eventually("the content is gone", TIMEOUT, || async {
+        matches!(groups.contents().get_opt(&content_name).await, Ok(None))
+    })
+    .await;
+    assert_eq!(plugin_group_members(&world, &group_id), 0, "DeleteVolumeGroupSnapshot removed the storage group");
+}
+
+/// With a class of policy Retain, deleting a group snapshot deletes its VolumeSnapshots but keeps its content, the
+/// members' contents and the storage group snapshot.
+#[tokio::test]
+async fn a_retained_group_keeps_its_contents_and_storage() {
+    let _turn = SERIAL.lock().await;
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let mut world = World::new("groupretain", &[]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    let _controller = start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
+    let _snapshotter = start(&mut world, Sidecar::Snapshotter, "csi-snapshotter").await;
+    let groups = Groups::class(&world, "retain", "Retain", false).await;
+    for name in ["x", "y"] {
+        labelled_claim(&world, name, &storage_class, &[("app", "cache")]).await;
+        world.bound(name).await;
+    }
+
+    let group = groups.group_of_class("cache", json!({"matchLabels": {"app": "cache"}})).await;
+    groups.ready("cache").await;
+    let members = groups.ready_members(&group, 2).await;
+    let content_name = format!("groupsnapcontent-{}", group.uid().unwrap());
+    let content = groups.contents().get(&content_name).await.unwrap();
+    let status = content.status.clone().unwrap();
+    let group_id = status.volume_group_snapshot_handle.clone().unwrap();
+    let snapshot_ids: Vec<String> =
+        status.volume_snapshot_info_list.iter().flatten().filter_map(|e| e.snapshot_handle.clone()).collect();
+    let member_contents: Vec<String> =
+        members.iter().filter_map(|m| m.status.as_ref()?.bound_volume_snapshot_content_name.clone()).collect();
+    assert_eq!(member_contents.len(), 2);
+
+    groups.groups().delete("cache", &DeleteParams::default()).await.unwrap();
+    groups.gone("cache").await;
+    eventually("the member VolumeSnapshots are gone", TIMEOUT, || async {
+        let list = groups.snapshots().list(&ListParams::default()).await.unwrap();
+        list.items.is_empty()
+    })
+    .await;
+    // Give a wrong deletion time to happen before looking.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let kept = groups.contents().get(&content_name).await.expect("the group content is kept");
+    assert!(kept.metadata.deletion_timestamp.is_none(), "the group content is not being deleted");
+    assert_eq!(kept.status.and_then(|s| s.volume_group_snapshot_handle).as_deref(), Some(group_id.as_str()));
+    let snapshot_contents: Api<snapshot_api::VolumeSnapshotContent> = Api::all(world.client.clone());
+    for name in &member_contents {
+        let member = snapshot_contents.get(name).await.expect("the member content is kept");
+        assert!(member.metadata.deletion_timestamp.is_none(), "{name} is not being deleted");
+        assert_eq!(member.spec.deletion_policy, snapshot_api::DeletionPolicy::Retain);
+    }
+    assert_eq!(plugin_group_members(&world, &group_id), 2, "the storage group snapshot is kept");
+
+    // The administrator's clean-up: the storage group, then the objects that recorded it.
+    let ids = snapshot_ids.join(",");
+    world.csictl(&["delete-group-snapshot", &group_id, "--snapshot-id", &ids]);
+    assert_eq!(plugin_group_members(&world, &group_id), 0);
+    groups.contents().delete(&content_name, &DeleteParams::default()).await.unwrap();
+    for name in &member_contents {
+        snapshot_contents.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    eventually("the retained contents are gone once deleted", TIMEOUT, || async {
+        let mut gone = matches!(groups.contents().get_opt(&content_name).await, Ok(None));
+        for name in &member_contents {
+            gone &= matches!(snapshot_contents.get_opt(name).await, Ok(None));
+        }
+        gone
+    })
+    .await;
+}
+
+/// Every refused group snapshot gets a Warning naming the cause and an error in its status, and stays as it is,
+/// while a group snapshot of good claims beside them is cut.
+#[tokio::test]
+async fn refused_groups_say_why_and_others_are_served() {
+    let _turn = SERIAL.lock().await;
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let mut world = World::new("grouprefuse", &[]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    let _controller = start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
+    let _snapshotter = start(&mut world, Sidecar::Snapshotter, "csi-snapshotter").await;
+    let groups = Groups::default_class(&world).await;
+
+    labelled_claim(&world, "good", &storage_class, &[("app", "good")]).await;
+    labelled_claim(&world, "mine", &storage_class, &[("app", "mixed")]).await;
+    // No provisioner serves this class: the claim stays Pending.
+    labelled_claim(&world, "waiting", "no-such-class", &[("app", "pending")]).await;
+    // A claim bound to a volume of another driver.
+    let foreign_volume = format!("{}-foreign", world.ns());
+    let volume: k8s_openapi::api::core::v1::PersistentVolume = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": foreign_volume},
+        "spec": {
+            "capacity": {"storage": "1Mi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "csi": {"driver": "other.csi.e2e", "volumeHandle": "foreign-1"},
+            "claimRef": {"namespace": world.ns(), "name": "foreign"},
+        },
+    }))
+    .unwrap();
+    world.volumes().create(&Default::default(), &volume).await.unwrap();
+    let mut foreign = claim("foreign", "", None, "ReadWriteOnce");
+    foreign.spec.as_mut().unwrap().volume_name = Some(foreign_volume.clone());
+    foreign.metadata.labels = Some([("app".to_string(), "mixed".to_string())].into());
+    world.claim_object(foreign).await;
+    for name in ["good", "mine", "foreign"] {
+        world.bound(name).await;
+    }
+
+    groups.group("empty", json!({"matchLabels": {"app": "nothing"}})).await;
+    groups.group("pending", json!({"matchLabels": {"app": "pending"}})).await;
+    groups.group_of_class("mixed", json!({"matchLabels": {"app": "mixed"}})).await;
+    let good = groups.group("good", json!({"matchLabels": {"app": "good"}})).await;
+
+    // (group, reason, cause)
+    let refusals = [
+        ("empty", "GroupSnapshotContentCreationFailed", "label selector".to_string()),
+        ("pending", "GroupSnapshotContentCreationFailed", "the PVC waiting is not yet bound".to_string()),
+        (
+            "mixed",
+            "CreateGroupSnapshotContentFailed",
+            format!(
+                "Volume CSI driver (other.csi.e2e) of PVC foreign mismatch with VolumeGroupSnapshotClass {}",
+                groups.class
+            ),
+        ),
+    ];
+    for (group, reason, cause) in &refusals {
+        world.event(group, reason, cause).await;
+    }
+    assert!(
+        world.event("empty", "GroupSnapshotContentCreationFailed", "not applied to any PVC").await.message.is_some()
+    );
+
+    // The good group is served meanwhile.
+    groups.ready("good").await;
+    groups.ready_members(&good, 1).await;
+
+    for (group, _, cause) in &refusals {
+        let object = groups.groups().get(group).await.unwrap();
+        assert!(object.metadata.deletion_timestamp.is_none(), "{group} is left as it is");
+        let status = object.status.unwrap_or_default();
+        assert_ne!(status.ready_to_use, Some(true), "{group}");
+        assert!(status.bound_volume_group_snapshot_content_name.is_none(), "{group} has no content");
+        let error = status.error.and_then(|e| e.message).unwrap_or_default();
+        assert!(error.contains(cause.as_str()), "{group}: status error {error:?} names {cause:?}");
+        let content = format!("groupsnapcontent-{}", object.metadata.uid.unwrap());
+        assert!(groups.contents().get_opt(&content).await.unwrap().is_none(), "no content for {group}");
+    }
+
+    for name in ["empty", "pending", "mixed", "good"] {
+        groups.groups().delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    eventually("the groups are gone", TIMEOUT, || async {
+        groups.groups().list(&ListParams::default()).await.is_ok_and(|l| l.items.is_empty())
+    })
+    .await;
+    world.claims().delete("foreign", &DeleteParams::default()).await.unwrap();
+    world.volumes().delete(&foreign_volume, &DeleteParams::default()).await.unwrap();
 }

@@ -11,6 +11,7 @@
 //! - [`names`]: Kubernetes and CSI names more than one sidecar uses.
 //! - [`object_names`]: Kubernetes' DNS-1123 rules for the names and namespaces templates resolve to.
 //! - [`quantity`]: Kubernetes quantities as byte counts and back.
+//! - [`snapshot_operations`]: the snapshot-controller's operation histogram, shared by its single and group loops.
 //! - [`update`]: guarded updates (the verb upstream's roles grant), and finalizers added and removed with them.
 //! - [`events`]: core/v1 Events as client-go records them.
 //! - [`logging`]: tracing to stderr, text or JSON, verbosity from `-v`.
@@ -35,6 +36,7 @@ pub mod run;
 pub mod secrets;
 pub mod shutdown;
 mod sidecar;
+pub mod snapshot_operations;
 pub mod update;
 pub mod watch;
 

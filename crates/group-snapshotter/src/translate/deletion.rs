@@ -54,6 +54,20 @@ pub fn group_deletion(
     })
 }
 
+/// Whether the snapshot-controller deletes a content whose group snapshot is gone (`group_uid_now`: the UID of the
+/// group snapshot now stored under the content's reference, `None` when there is none). A group snapshot can go
+/// before its bound finalizer is written (deleted right after it was created); its content, and the storage group
+/// snapshot csi-snapshotter may have cut for it, must not stay behind. Only a content bound by UID (so it was made
+/// or bound for that very group) with policy Delete goes; with Retain it is kept, as after a normal deletion.
+pub fn orphan_content_deletion(content: &VolumeGroupSnapshotContent, group_uid_now: Option<&str>) -> bool {
+    let Some(bound_uid) = content.spec.volume_group_snapshot_ref.uid.as_deref().filter(|u| !u.is_empty()) else {
+        return false;
+    };
+    content.metadata.deletion_timestamp.is_none()
+        && content.spec.deletion_policy == DeletionPolicy::Delete
+        && group_uid_now != Some(bound_uid)
+}
+
 /// A content is the group's when its reference names the group by namespace, name and UID.
 fn points_back(content: &VolumeGroupSnapshotContent, group: &VolumeGroupSnapshot) -> bool {
     let reference = &content.spec.volume_group_snapshot_ref;
@@ -110,9 +124,12 @@ pub fn member_deletion(snapshot: &VolumeSnapshot, group: &str, group_exists: boo
 pub enum ContentDeletion {
     /// Not being deleted.
     NotDeleting,
-    /// Not yet: a CreateVolumeGroupSnapshot may be in flight, or the snapshot-controller has not released the
-    /// content (no being-deleted annotation).
+    /// Not yet: the snapshot-controller has not released the content (no being-deleted annotation).
     Wait,
+    /// A CreateVolumeGroupSnapshot was under way (being-created annotation) when the content was deleted, so the
+    /// driver may have cut a group whose id nobody knows: call it again (idempotent by name) for the id first, so
+    /// that the deletion that follows deletes the group instead of leaking it.
+    FinishCreation,
     /// Call DeleteVolumeGroupSnapshot, then clear the status ([`status_after_delete`]), then remove the finalizer.
     DeleteGroupSnapshot(GroupSnapshotToDelete),
     /// Nothing on the storage to delete (policy Retain, or never cut): remove the content's finalizer.
@@ -138,8 +155,8 @@ impl GroupSnapshotToDelete {
     }
 }
 
-/// csi-snapshotter's decision for a content. An unbound pre-provisioned content goes at once; otherwise the
-/// being-created annotation means wait and the being-deleted annotation means go. The storage group snapshot is
+/// csi-snapshotter's decision for a content. A creation under way is finished first; an unbound pre-provisioned
+/// content goes at once; otherwise the being-deleted annotation means go. The storage group snapshot is
 /// deleted with policy Delete, by the status handle (or, beyond upstream, the handle a pre-provisioned content was
 /// given, so that one deleted before it was ever synced is not leaked), with every member's snapshot id, which CSI
 /// requires.
@@ -148,6 +165,10 @@ pub fn content_deletion(content: &VolumeGroupSnapshotContent) -> Result<ContentD
         return Ok(ContentDeletion::NotDeleting);
     }
     let annotations = content.metadata.annotations.clone().unwrap_or_default();
+    let dynamic = content.spec.source.volume_handles.as_ref().is_some_and(|h| !h.is_empty());
+    if dynamic && annotations.contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED) {
+        return Ok(ContentDeletion::FinishCreation);
+    }
     let pre_provisioned = content.spec.source.group_snapshot_handles.as_ref();
     let unbound = content.spec.volume_group_snapshot_ref.uid.as_deref().unwrap_or_default().is_empty();
     let go = (pre_provisioned.is_some() && unbound)

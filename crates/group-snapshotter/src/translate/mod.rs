@@ -13,15 +13,24 @@
 //!    [`status::group_status`] carries the content's status to the group; [`status::needs_refresh`] keeps asking the
 //!    driver until every member is ready (beyond upstream, which stops at the group's first answer).
 //! 5. Deletion: [`deletion::group_deletion`] (snapshot-controller) and [`deletion::content_deletion`]
-//!    (csi-snapshotter, with its DeleteVolumeGroupSnapshot request).
+//!    (csi-snapshotter, with its DeleteVolumeGroupSnapshot request); a content left behind by a group snapshot that
+//!    went before its finalizer was written goes by [`deletion::orphan_content_deletion`].
+//!
+//! A pre-provisioned group snapshot replaces steps 1–3: [`binding::bind_pre_provisioned`] binds it to the content it
+//! names, and csi-snapshotter asks [`get_request::get_group_snapshot_request`] instead of creating
+//! ([`status::driver_call`] says which call a content needs). Throughout, [`timing`] says which operations
+//! `snapshot_controller_operation_total_seconds` times.
 
+pub mod binding;
 pub mod content;
 pub mod create_request;
 pub mod default_class;
 pub mod deletion;
+pub mod get_request;
 pub mod members;
 pub mod names;
 pub mod secrets;
 pub mod selection;
 pub mod selector;
 pub mod status;
+pub mod timing;

@@ -46,3 +46,14 @@ pub const EVENT_CONTENT_MISBOUND: &str = "GroupSnapshotContentMisbound";
 pub const EVENT_SNAPSHOT_DELETE_ERROR: &str = "SnapshotDeleteError";
 /// Warning: the group's content could not be deleted.
 pub const EVENT_CONTENT_DELETE_ERROR: &str = "GroupSnapshotContentObjectDeleteError";
+/// Warning: the pre-provisioned content a group snapshot names does not exist.
+pub const EVENT_CONTENT_MISSING: &str = "GroupSnapshotContentMissing";
+/// Warning: the content a pre-provisioned group snapshot names is a dynamic one.
+pub const EVENT_CONTENT_MISMATCH: &str = "GroupSnapshotContentMismatch";
+/// Warning: the pre-provisioned content could not be bound (its UID or class not written).
+pub const EVENT_BIND_FAILED: &str = "GroupSnapshotBindFailed";
+
+// ---- Events on a VolumeGroupSnapshotContent (csi-snapshotter), continued ------------------------------------------
+
+/// Warning: GetVolumeGroupSnapshot of a pre-provisioned content failed, or could not be asked.
+pub const EVENT_CONTENT_CHECK_FAILED: &str = "GroupSnapshotContentCheckandUpdateFailed";

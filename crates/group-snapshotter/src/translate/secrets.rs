@@ -6,7 +6,10 @@
 use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
 use std::collections::BTreeMap;
 
-use snapshot_api::names::{PARAM_GROUP_SNAPSHOTTER_SECRET_NAME, PARAM_GROUP_SNAPSHOTTER_SECRET_NAMESPACE};
+use snapshot_api::names::{
+    PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAME, PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAMESPACE,
+    PARAM_GROUP_SNAPSHOTTER_SECRET_NAME, PARAM_GROUP_SNAPSHOTTER_SECRET_NAMESPACE,
+};
 
 /// A Secret by namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +65,32 @@ pub fn deletion_secret(
     let name = resolve(PARAM_GROUP_SNAPSHOTTER_SECRET_NAME, name, &name_tokens)?;
     if !is_dns1123_subdomain(&name.1) {
         return Err(invalid(PARAM_GROUP_SNAPSHOTTER_SECRET_NAME, name, "Secret name (DNS-1123 subdomain)"));
+    }
+    Ok(Some(SecretReference { name: name.1, namespace: namespace.1 }))
+}
+
+/// The Secret GetVolumeGroupSnapshot of a pre-provisioned content is called with: the class parameters
+/// `csi.storage.k8s.io/group-snapshotter-get-secret-name` / `-namespace` (reference §4.3 item 3). A pre-provisioned
+/// content has no group snapshot of its own to name, so the only token is `${volumegroupsnapshotcontent.name}`.
+pub fn get_secret(
+    parameters: Option<&BTreeMap<String, String>>,
+    content_name: &str,
+) -> Result<Option<SecretReference>, SecretError> {
+    let get = |key: &str| parameters.and_then(|p| p.get(key));
+    let (name, namespace) =
+        match (get(PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAME), get(PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAMESPACE)) {
+            (None, None) => return Ok(None),
+            (Some(name), Some(namespace)) => (name, namespace),
+            _ => return Err(SecretError::Incomplete),
+        };
+    let tokens = [("${volumegroupsnapshotcontent.name}", content_name)];
+    let namespace = resolve(PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAMESPACE, namespace, &tokens)?;
+    if !is_dns1123_label(&namespace.1) {
+        return Err(invalid(PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAMESPACE, namespace, "namespace (DNS-1123 label)"));
+    }
+    let name = resolve(PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAME, name, &tokens)?;
+    if !is_dns1123_subdomain(&name.1) {
+        return Err(invalid(PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAME, name, "Secret name (DNS-1123 subdomain)"));
     }
     Ok(Some(SecretReference { name: name.1, namespace: namespace.1 }))
 }
@@ -164,5 +193,35 @@ mod tests {
             }
         }
         assert_eq!(deletion_secret(None, VALUES), Ok(None));
+    }
+
+    #[test]
+    fn get_secrets_come_from_their_own_parameters() {
+        let get = |name: Option<&str>, namespace: Option<&str>| {
+            let mut parameters = parameters(Some("delete-creds"), Some("ns"));
+            name.map(|n| parameters.insert(PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAME.into(), n.into()));
+            namespace.map(|n| parameters.insert(PARAM_GROUP_SNAPSHOTTER_GET_SECRET_NAMESPACE.into(), n.into()));
+            parameters
+        };
+        // (name, namespace, secret or error text)
+        let table = [
+            (None, None, Ok(None)),
+            (Some("get-creds"), Some("kube-system"), Ok(secret("get-creds", "kube-system"))),
+            (Some("${volumegroupsnapshotcontent.name}"), Some("ns"), Ok(secret("imported", "ns"))),
+            (Some("get-creds"), None, Err("both must be specified")),
+            (Some("${volumegroupsnapshot.name}"), Some("ns"), Err("unknown token ${volumegroupsnapshot.name}")),
+            (Some("creds"), Some("Bad_NS"), Err("not a valid namespace")),
+        ];
+        for (name, namespace, want) in table {
+            let got = get_secret(Some(&get(name, namespace)), "imported");
+            match want {
+                Ok(want) => assert_eq!(got, Ok(want), "{name:?} {namespace:?}"),
+                Err(text) => {
+                    let err = got.unwrap_err().to_string();
+                    assert!(err.contains(text), "{name:?} {namespace:?}: {err}");
+                }
+            }
+        }
+        assert_eq!(get_secret(None, "imported"), Ok(None));
     }
 }

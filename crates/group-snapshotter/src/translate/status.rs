@@ -68,15 +68,42 @@ pub fn content_status_after_create(
     }
 }
 
-/// Whether csi-snapshotter must ask the driver about a dynamic content again: it has been cut (has a group handle)
-/// and the group or one of its members is not ready yet.
+/// The call csi-snapshotter makes for a group content that is not being deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverCall {
+    /// Dynamic (`source.volumeHandles`): CreateVolumeGroupSnapshot, first to cut the group, then again (idempotent
+    /// by name) until it and every member are ready.
+    Create,
+    /// Pre-provisioned (`source.groupSnapshotHandles`): GetVolumeGroupSnapshot until it and every member are ready
+    /// and its snapshots are listed (beyond upstream, whose list stays empty: the members are made from it).
+    Get,
+    /// Nothing to ask: settled, or a content of neither kind.
+    Nothing,
+}
+
+/// What to ask the driver about `content` (reference §4.3 items 2–3).
+pub fn driver_call(content: &VolumeGroupSnapshotContent) -> DriverCall {
+    let status = content.status.as_ref();
+    let cut = status.and_then(|s| s.volume_group_snapshot_handle.as_ref()).is_some();
+    let ready = status.and_then(|s| s.ready_to_use) == Some(true);
+    let list = status.and_then(|s| s.volume_snapshot_info_list.as_deref()).unwrap_or_default();
+    let members_ready = list.iter().all(|e| e.ready_to_use == Some(true));
+    let settled = cut && ready && members_ready;
+    let source = &content.spec.source;
+    if source.volume_handles.as_ref().is_some_and(|h| !h.is_empty()) {
+        if settled { DriverCall::Nothing } else { DriverCall::Create }
+    } else if source.group_snapshot_handles.is_some() {
+        if settled && !list.is_empty() { DriverCall::Nothing } else { DriverCall::Get }
+    } else {
+        DriverCall::Nothing
+    }
+}
+
+/// Whether csi-snapshotter must ask the driver about a content it has an answer for again: the group or one of its
+/// members is not ready yet (or, pre-provisioned, its snapshots are not listed yet).
 pub fn needs_refresh(content: &VolumeGroupSnapshotContent) -> bool {
-    let Some(status) = content.status.as_ref().filter(|s| s.volume_group_snapshot_handle.is_some()) else {
-        return false;
-    };
-    let dynamic = content.spec.source.volume_handles.is_some();
-    let members_ready = status.volume_snapshot_info_list.iter().flatten().all(|e| e.ready_to_use == Some(true));
-    dynamic && (status.ready_to_use != Some(true) || !members_ready)
+    let cut = content.status.as_ref().and_then(|s| s.volume_group_snapshot_handle.as_ref()).is_some();
+    cut && driver_call(content) != DriverCall::Nothing
 }
 
 /// The status a member content should be given for its entry, if it differs from what it has. A member never goes

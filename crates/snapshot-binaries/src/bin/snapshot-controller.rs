@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use group_snapshotter::controller::common as group;
+use sidecar_runtime::snapshot_operations::SnapshotMetrics;
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
 use snapshotter::controller::common::crds::wait_for_crds;
-use snapshotter::controller::common::metrics::SnapshotMetrics;
 use snapshotter::controller::common::{Controller, EVENT_COMPONENT, LEASE_NAME, Options};
 use snapshotter::flags::controller::Args;
 use snapshotter::translate::common::dynamic_content::ContentOptions;
@@ -43,8 +43,10 @@ async fn main() -> anyhow::Result<()> {
         tracing::warn!(%error, "CSIVolumeGroupSnapshot is on but the group snapshot CRDs are not served: no group snapshots");
         serve_groups = false;
     }
-    let groups = serve_groups
-        .then(|| group::Controller::new(sidecar.client(), events.clone(), group_options, Some(&queue_metrics)));
+    let groups = serve_groups.then(|| {
+        let metrics = Some(metrics.clone());
+        group::Controller::new(sidecar.client(), events.clone(), group_options, Some(&queue_metrics), metrics)
+    });
     let controller = Controller::new(sidecar.client(), events, options, Some(&queue_metrics), metrics);
     if let Some(address) = sidecar.serve_http().await? {
         tracing::info!(%address, "serving metrics and health checks");

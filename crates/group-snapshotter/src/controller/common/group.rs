@@ -3,7 +3,8 @@
 //!
 //! A dynamic group snapshot goes: selection and class → its content `groupsnapcontent-<uid>` (created once) →
 //! the bound-protection finalizers → the members, once csi-snapshotter has filled the content's status → the
-//! content's status carried to the group. Deletion follows [`crate::translate::deletion::group_deletion`].
+//! content's status carried to the group. A pre-provisioned one binds to the content it names instead of creating
+//! one, and goes on the same way (its members come from GetVolumeGroupSnapshot's answer). Deletion follows [`crate::translate::deletion::group_deletion`].
 
 use std::collections::BTreeMap;
 
@@ -17,12 +18,14 @@ use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSna
 use super::Shared;
 use super::members::ensure_members;
 use super::writes::{Retry, api_error_text, create_or_get, delete_by_name};
+use crate::translate::binding::bind_pre_provisioned;
 use crate::translate::content::{dynamic_content, dynamic_content_name};
 use crate::translate::default_class::{default_group_class, group_driver};
-use crate::translate::deletion::group_deletion;
+use crate::translate::deletion::{group_deletion, orphan_content_deletion};
 use crate::translate::names::{
-    ANN_VALUE_YES, ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_CONTENT_CREATION_FAILED, EVENT_CONTENT_DELETE_ERROR,
-    EVENT_CONTENT_MISBOUND, EVENT_CREATING_GROUP_SNAPSHOT, EVENT_GET_CLASS_FAILED, EVENT_SNAPSHOT_DELETE_ERROR,
+    ANN_VALUE_YES, ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_BIND_FAILED, EVENT_CONTENT_CREATION_FAILED,
+    EVENT_CONTENT_DELETE_ERROR, EVENT_CONTENT_MISBOUND, EVENT_CREATING_GROUP_SNAPSHOT, EVENT_GET_CLASS_FAILED,
+    EVENT_SNAPSHOT_DELETE_ERROR,
 };
 use crate::translate::secrets::{TemplateValues, deletion_secret};
 use crate::translate::selection::{check_driver, select_volumes};
@@ -30,8 +33,11 @@ use crate::translate::status::group_status;
 
 /// One run of a group snapshot key.
 pub(super) async fn sync_group(shared: &Shared, key: &str) -> Outcome {
-    let Some(group) = shared.stores.group(key) else { return Outcome::Done };
-    match sync(shared, (*group).clone()).await {
+    let result = match shared.stores.group(key) {
+        Some(group) => sync(shared, (*group).clone()).await,
+        None => delete_orphans(shared, key).await,
+    };
+    match result {
         Ok(()) => Outcome::Done,
         Err(Retry(error)) => {
             tracing::info!(group = %key, %error, "group snapshot sync failed, retrying");
@@ -40,23 +46,28 @@ pub(super) async fn sync_group(shared: &Shared, key: &str) -> Outcome {
     }
 }
 
-/// The content that belongs to the group: the bound one, else `groupsnapcontent-<uid>`.
+/// The content that belongs to the group: the bound one, else the pre-provisioned one it names, else
+/// `groupsnapcontent-<uid>`.
 fn content_name(group: &VolumeGroupSnapshot) -> String {
     let bound = group.status.as_ref().and_then(|s| s.bound_volume_group_snapshot_content_name.clone());
-    bound.unwrap_or_else(|| dynamic_content_name(&group.uid().unwrap_or_default()))
+    let named = || group.spec.source.volume_group_snapshot_content_name.clone();
+    bound.or_else(named).unwrap_or_else(|| dynamic_content_name(&group.uid().unwrap_or_default()))
 }
 
 async fn sync(shared: &Shared, group: VolumeGroupSnapshot) -> Result<(), Retry> {
     if group.metadata.deletion_timestamp.is_some() {
         return delete(shared, &group).await;
     }
-    if group.spec.source.volume_group_snapshot_content_name.is_some() {
-        tracing::info!(group = %group.name_any(), "pre-provisioned group snapshots are not served yet");
-        return Ok(());
-    }
-    let (group, content) = match shared.stores.group_content(&content_name(&group)) {
-        Some(content) => (group, (*content).clone()),
-        None => create_content(shared, group).await?,
+    let (group, content) = match (
+        &group.spec.source.volume_group_snapshot_content_name,
+        shared.stores.group_content(&content_name(&group)),
+    ) {
+        (Some(_), content) => {
+            let content = bind(shared, &group, content.as_deref()).await?;
+            (group, content)
+        }
+        (None, Some(content)) => (group, (*content).clone()),
+        (None, None) => create_content(shared, group).await?,
     };
     let reference = &content.spec.volume_group_snapshot_ref;
     if reference.uid != group.metadata.uid || reference.name != group.metadata.name {
@@ -64,6 +75,8 @@ async fn sync(shared: &Shared, group: VolumeGroupSnapshot) -> Result<(), Retry> 
             format!("VolumeGroupSnapshotContent {} is bound to a different group snapshot", content.name_any());
         return Err(shared.refuse(&group, &[PlannedEvent::warning(EVENT_CONTENT_MISBOUND, message)]).await);
     }
+
+    shared.start_operations(&group, &content.spec.driver);
 
     // Bound: both get their protection, whatever the deletion policy (upstream 8.2).
     shared.set_finalizer(&shared.groups_api(&group), &group, FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND, true).await?;
@@ -75,11 +88,38 @@ async fn sync(shared: &Shared, group: VolumeGroupSnapshot) -> Result<(), Retry> 
     let (status, events) = group_status(&group, &content);
     if group.status.as_ref() != Some(&status) {
         let stored = shared.write_group_status(&group, &status).await?;
+        shared.operations_done(&stored);
         for event in &events {
             shared.record(&stored, event).await;
         }
     }
     Ok(())
+}
+
+/// A pre-provisioned group snapshot binds to the content it names ([`bind_pre_provisioned`]); returns the content as
+/// bound.
+async fn bind(
+    shared: &Shared,
+    group: &VolumeGroupSnapshot,
+    content: Option<&VolumeGroupSnapshotContent>,
+) -> Result<VolumeGroupSnapshotContent, Retry> {
+    let name = content_name(group);
+    let patch = match bind_pre_provisioned(group, &name, content) {
+        Ok(patch) => patch,
+        Err(event) => return Err(shared.refuse(group, &[event]).await),
+    };
+    match content {
+        Some(content) if patch.is_empty() => return Ok(content.clone()),
+        _ => {}
+    }
+    let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
+    match contents.patch(&name, &PatchParams::default(), &Patch::Merge(patch.merge_patch())).await {
+        Ok(content) => Ok(content),
+        Err(err) => {
+            let message = format!("Failed to bind VolumeGroupSnapshotContent {name}: {}", api_error_text(&err));
+            Err(shared.refuse(group, &[PlannedEvent::warning(EVENT_BIND_FAILED, message)]).await)
+        }
+    }
 }
 
 /// The claims' volumes, the class (the driver's default written into the group when it names none), then the
@@ -162,6 +202,28 @@ async fn create_content(
     Ok((group, content))
 }
 
+/// The group snapshot of `key` is gone: the contents still bound to it go by their policy
+/// ([`orphan_content_deletion`]), the same way as when the group is deleted with its finalizer.
+async fn delete_orphans(shared: &Shared, key: &str) -> Result<(), Retry> {
+    let orphans = shared.stores.contents_of(key);
+    if orphans.is_empty() {
+        return Ok(());
+    }
+    // The cache may lag behind a group just created: ask the API server before deleting anything.
+    let (namespace, name) = key.split_once('/').unwrap_or_default();
+    let groups: Api<VolumeGroupSnapshot> = Api::namespaced(shared.client.clone(), namespace);
+    let uid_now = groups.get_opt(name).await?.and_then(|g| g.metadata.uid);
+    let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
+    for content in orphans.iter().filter(|c| orphan_content_deletion(c, uid_now.as_deref())) {
+        tracing::info!(group = key, content = %content.name_any(), "deleting the content of a group snapshot that is gone");
+        let annotations = BTreeMap::from([(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, ANN_VALUE_YES)]);
+        let patch = Patch::Merge(json!({ "metadata": { "annotations": annotations } }));
+        contents.patch(&content.name_any(), &PatchParams::default(), &patch).await?;
+        delete_by_name(&contents, &content.name_any()).await?;
+    }
+    Ok(())
+}
+
 /// The group snapshot is being deleted: its content is told (and deleted with policy Delete), its members are
 /// deleted, and its finalizer goes once nothing of the group's is left on the storage side to wait for.
 async fn delete(shared: &Shared, group: &VolumeGroupSnapshot) -> Result<(), Retry> {
@@ -169,6 +231,7 @@ async fn delete(shared: &Shared, group: &VolumeGroupSnapshot) -> Result<(), Retr
         return Ok(());
     }
     let content = shared.stores.group_content(&content_name(group));
+    shared.start_operations(group, content.as_ref().map(|c| c.spec.driver.as_str()).unwrap_or_default());
     let members: Vec<VolumeSnapshot> = shared.stores.members_of(group);
     let claims = shared.stores.claims_in(&group.namespace().unwrap_or_default());
     let deletion = match group_deletion(group, content.as_deref(), &members, &claims) {

@@ -7,8 +7,8 @@
 //! - [`members`]: the member VolumeSnapshotContents and VolumeSnapshots made from the driver's answer.
 //! - [`writes`]: how each write reaches the API server.
 //!
-//! Pre-provisioned group snapshots (`source.volumeGroupSnapshotContentName`) are not served yet: they are logged
-//! and left alone.
+//! Pre-provisioned group snapshots (`source.volumeGroupSnapshotContentName`) bind to the content they name; beyond
+//! upstream, their members are made as a dynamic group's are.
 
 mod group;
 mod members;
@@ -20,6 +20,7 @@ pub use writes::now;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sidecar_runtime::snapshot_operations::SnapshotMetrics;
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
@@ -46,20 +47,24 @@ pub(crate) struct Shared {
     options: Options,
     stores: Stores,
     groups: WorkQueue<String>,
+    /// The snapshot-controller's operation histogram, shared with its single-snapshot loop.
+    metrics: Option<SnapshotMetrics>,
 }
 
 impl Controller {
-    /// `events` should carry the snapshot-controller's component name: upstream's group events come from it.
+    /// `events` should carry the snapshot-controller's component name: upstream's group events come from it;
+    /// `metrics` the histogram its single-snapshot loop observes.
     pub fn new(
         client: kube::Client,
         events: EventRecorder,
         options: Options,
         queue_metrics: Option<&QueueMetrics>,
+        metrics: Option<SnapshotMetrics>,
     ) -> Controller {
         let (stores, feeds) = Stores::new();
         let groups =
             WorkQueue::with_optional_metrics("snapshot-controller-group-snapshot", options.retry, queue_metrics);
-        let shared = Shared { client, events, options, stores, groups };
+        let shared = Shared { client, events, options, stores, groups, metrics };
         Controller { shared: Arc::new(shared), feeds }
     }
 

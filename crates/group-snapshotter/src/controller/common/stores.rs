@@ -90,6 +90,11 @@ impl Stores {
         self.contents.get(&ObjectRef::new(name))
     }
 
+    /// The group contents whose reference names the group snapshot of a `namespace/name` key.
+    pub fn contents_of(&self, key: &str) -> Vec<Arc<VolumeGroupSnapshotContent>> {
+        self.group_contents.state().into_iter().filter(|c| referenced_group_key(c) == key).collect()
+    }
+
     /// The claims of one namespace.
     pub fn claims_in(&self, namespace: &str) -> Vec<PersistentVolumeClaim> {
         let claims = self.claims.state().into_iter().filter(|c| c.namespace().as_deref() == Some(namespace));
@@ -114,7 +119,14 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let s = shared.clone();
     watches.watch(feeds.groups, Api::all(client.clone()), move |change| match change {
         Change::Applied { object, .. } => s.groups.add(group_key(object)),
-        Change::Deleted(object) => s.groups.forget(&group_key(object)),
+        Change::Deleted(object) => {
+            s.groups.forget(&group_key(object));
+            // Once more without the group: a content it leaves behind goes by its policy.
+            s.groups.add(group_key(object));
+            if let Some(metrics) = &s.metrics {
+                metrics.group_gone(&object.uid().unwrap_or_default());
+            }
+        }
         Change::Listed => {}
     });
 

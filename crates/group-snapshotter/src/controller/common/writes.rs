@@ -11,6 +11,7 @@ use sidecar_runtime::update::set_finalizer;
 use snapshot_api::{SnapshotError, VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
 
 use super::Shared;
+use crate::translate::timing::{group_snapshot_type, operations_done, operations_to_start};
 
 pub use sidecar_runtime::api_error::Retry;
 
@@ -63,6 +64,24 @@ impl Shared {
     ) -> Result<VolumeGroupSnapshot, kube::Error> {
         let patch = Patch::Merge(group_status_patch(status));
         self.groups_api(group).patch_status(&group.name_any(), &PatchParams::default(), &patch).await
+    }
+
+    /// Starts the clocks of the operations a sync of `group` begins (see [`crate::translate::timing`]).
+    pub(super) fn start_operations(&self, group: &VolumeGroupSnapshot, driver: &str) {
+        let Some(metrics) = &self.metrics else { return };
+        let uid = group.uid().unwrap_or_default();
+        for operation in operations_to_start(group) {
+            metrics.start(operation, &uid, driver, group_snapshot_type(group));
+        }
+    }
+
+    /// Stops the clocks of the creation steps the stored group has reached.
+    pub(super) fn operations_done(&self, stored: &VolumeGroupSnapshot) {
+        let Some(metrics) = &self.metrics else { return };
+        let uid = stored.uid().unwrap_or_default();
+        for operation in operations_done(&stored.status.clone().unwrap_or_default()) {
+            metrics.succeeded(operation, &uid);
+        }
     }
 
     /// Adds or removes a finalizer of any cluster-scoped or namespaced object with a guarded update.

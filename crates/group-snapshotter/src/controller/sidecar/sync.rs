@@ -1,6 +1,7 @@
-//! One sync of a group content of this driver: deletion first ([`content_deletion`]), then the first
-//! CreateVolumeGroupSnapshot, then the same call again while the group or a member is not ready
-//! ([`needs_refresh`]; the call is idempotent by name). Each sync that still waits for readiness ends in a retry,
+//! One sync of a group content of this driver: deletion first ([`content_deletion`]), then the call
+//! [`driver_call`] names: for a dynamic content the first CreateVolumeGroupSnapshot, then the same call again while
+//! the group or a member is not ready (idempotent by name); for a pre-provisioned one GetVolumeGroupSnapshot until
+//! it is ready and its snapshots are listed. Each sync that still waits for readiness ends in a retry,
 //! so the driver is asked again with backoff.
 
 use std::collections::HashMap;
@@ -20,12 +21,15 @@ use crate::translate::create_request::{
     CreationFailure, create_group_snapshot_request, creation_failure, request_refused,
 };
 use crate::translate::deletion::{ContentDeletion, content_deletion, status_after_delete};
+use crate::translate::get_request::get_group_snapshot_request;
+use crate::translate::names::EVENT_CONTENT_CHECK_FAILED;
 use crate::translate::names::{
     ANN_GROUP_DELETION_SECRET_NAME, ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VALUE_YES,
     ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED, EVENT_GROUP_SNAPSHOT_DELETE_ERROR,
 };
+use crate::translate::secrets::get_secret;
 use crate::translate::secrets::{SecretReference, secret_from_annotations};
-use crate::translate::status::{content_status_after_create, needs_refresh};
+use crate::translate::status::{DriverCall, content_status_after_create, driver_call, needs_refresh};
 
 /// Merge patch of a whole content status: every field written, unset ones as null.
 pub fn content_status_patch(status: &VolumeGroupSnapshotContentStatus) -> serde_json::Value {
@@ -57,8 +61,15 @@ impl Shared {
         let content = (*content).clone();
         let result = match content_deletion(&content) {
             Err(event) => Err(self.warn(&content, &event).await),
-            Ok(ContentDeletion::NotDeleting) => self.create(content).await,
+            Ok(ContentDeletion::NotDeleting) => match driver_call(&content) {
+                DriverCall::Create => self.create(content).await,
+                DriverCall::Get => self.get(content).await,
+                DriverCall::Nothing => Ok(Outcome::Done),
+            },
             Ok(ContentDeletion::Wait) => Ok(Outcome::Done),
+            // Deleted while a creation was under way: learn the group's id first; the content's update brings it
+            // back here for the deletion.
+            Ok(ContentDeletion::FinishCreation) => self.create(content).await,
             Ok(ContentDeletion::RemoveFinalizer) => self.release(&content).await,
             Ok(ContentDeletion::DeleteGroupSnapshot(to_delete)) => {
                 let secrets = self.secrets(to_delete.secret.as_ref()).await;
@@ -93,11 +104,7 @@ impl Shared {
 
     /// CreateVolumeGroupSnapshot for a dynamic content not cut yet, or not ready yet.
     async fn create(&self, content: VolumeGroupSnapshotContent) -> Result<Outcome, String> {
-        let dynamic = content.spec.source.volume_handles.as_ref().is_some_and(|h| !h.is_empty());
         let first = content.status.as_ref().and_then(|s| s.volume_group_snapshot_handle.as_ref()).is_none();
-        if !dynamic || !(first || needs_refresh(&content)) {
-            return Ok(Outcome::Done);
-        }
         let name = content.name_any();
         let class = content.spec.volume_group_snapshot_class_name.as_deref().and_then(|c| self.class(c));
         let secret = secret_from_annotations(
@@ -136,10 +143,8 @@ impl Shared {
             Ok(response) => response.group_snapshot.unwrap_or_default(),
             Err(err) => return Err(self.creation_failed(&content, creation_failure(&name, &err)).await),
         };
-        let status = content_status_after_create(content.status.as_ref(), &answer, k8s_openapi::jiff::Timestamp::now());
+        let stored = self.write_answer(&content, &answer).await?;
         let params = PatchParams::default();
-        let stored = self.api().patch_status(&name, &params, &Patch::Merge(content_status_patch(&status))).await;
-        let stored = stored.map_err(|e| api_error_text(&e))?;
         if stored.annotations().contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED) {
             self.api()
                 .patch(&name, &params, &Patch::Merge(being_created_patch(false)))
@@ -148,6 +153,50 @@ impl Shared {
         }
         // Not ready yet: ask again, with backoff.
         Ok(if needs_refresh(&stored) { Outcome::Retry } else { Outcome::Done })
+    }
+
+    /// GetVolumeGroupSnapshot for a pre-provisioned content, until it and its members are ready and listed. Nothing
+    /// is cut, so no annotation guards the call.
+    async fn get(&self, content: VolumeGroupSnapshotContent) -> Result<Outcome, String> {
+        let name = content.name_any();
+        let class = content.spec.volume_group_snapshot_class_name.as_deref().and_then(|c| self.class(c));
+        let secret = get_secret(class.as_ref().and_then(|c| c.spec.parameters.as_ref()), &name);
+        let secrets = match secret {
+            Ok(secret) => self.secrets(secret.as_ref()).await,
+            Err(err) => Err(err.to_string()),
+        };
+        let check_failed = |message: String| CreationFailure {
+            release_being_created: false,
+            event: PlannedEvent::warning(EVENT_CONTENT_CHECK_FAILED, message),
+        };
+        let request = match secrets.map(|secrets| get_group_snapshot_request(&content, secrets)) {
+            Ok(Some(request)) => request,
+            Ok(None) => return Ok(Outcome::Done),
+            Err(message) => return Err(self.creation_failed(&content, check_failed(message)).await),
+        };
+        let answer = match self.csi.get_volume_group_snapshot(request).await {
+            Ok(response) => response.group_snapshot.unwrap_or_default(),
+            Err(err) => {
+                let message = format!("failed to get group snapshot {name} from the CSI driver: {err}");
+                return Err(self.creation_failed(&content, check_failed(message)).await);
+            }
+        };
+        let stored = self.write_answer(&content, &answer).await?;
+        Ok(if needs_refresh(&stored) { Outcome::Retry } else { Outcome::Done })
+    }
+
+    /// The driver's answer about the group, written into the content's status; returns the content as stored.
+    async fn write_answer(
+        &self,
+        content: &VolumeGroupSnapshotContent,
+        answer: &csi_client::proto::VolumeGroupSnapshot,
+    ) -> Result<VolumeGroupSnapshotContent, String> {
+        let status = content_status_after_create(content.status.as_ref(), answer, k8s_openapi::jiff::Timestamp::now());
+        let patch = Patch::Merge(content_status_patch(&status));
+        self.api()
+            .patch_status(&content.name_any(), &PatchParams::default(), &patch)
+            .await
+            .map_err(|e| api_error_text(&e))
     }
 
     /// Records a failed or refused CreateVolumeGroupSnapshot: the Warning, the error in the status, and the

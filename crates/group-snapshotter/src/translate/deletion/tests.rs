@@ -203,7 +203,9 @@ fn the_sidecar_deletes_when_released() {
     let table = [
         (cut(bound(), &["s1"]), Ok(ContentDeletion::NotDeleting)),
         (deleting(cut(bound(), &["s1"]), &[]), Ok(ContentDeletion::Wait)),
-        (deleting(cut(bound(), &["s1"]), &[created, deleted]), Ok(ContentDeletion::Wait)),
+        // A creation under way is finished (for the group's id) before anything is deleted.
+        (deleting(cut(bound(), &["s1"]), &[created, deleted]), Ok(ContentDeletion::FinishCreation)),
+        (deleting(bound(), &[created]), Ok(ContentDeletion::FinishCreation)),
         (deleting(cut(bound(), &["s1", "s2"]), &[deleted]), Ok(delete("gs", &["s1", "s2"]))),
         (
             deleting(cut(content(DeletionPolicy::Retain, Some("group-uid")), &["s1"]), &[deleted]),
@@ -248,4 +250,27 @@ fn the_request_and_the_cleared_status() {
     let status = status_after_delete(&content);
     assert_eq!((status.volume_group_snapshot_handle, status.ready_to_use, status.creation_time), (None, None, None));
     assert_eq!(status.volume_snapshot_info_list, content.status.unwrap().volume_snapshot_info_list);
+}
+
+#[test]
+fn a_content_whose_group_is_gone_is_deleted_by_policy() {
+    let unbound = content(DeletionPolicy::Delete, None);
+    let already = deleting(content(DeletionPolicy::Delete, Some("group-uid")), &[]);
+    // (rule, content, UID of the group now under the reference, delete)
+    let table = [
+        ("group gone, Delete", content(DeletionPolicy::Delete, Some("group-uid")), None, true),
+        (
+            "group recreated under the same name",
+            content(DeletionPolicy::Delete, Some("group-uid")),
+            Some("new-uid"),
+            true,
+        ),
+        ("its group is there", content(DeletionPolicy::Delete, Some("group-uid")), Some("group-uid"), false),
+        ("Retain keeps it", content(DeletionPolicy::Retain, Some("group-uid")), None, false),
+        ("never bound: an administrator's, waiting", unbound, None, false),
+        ("already being deleted", already, None, false),
+    ];
+    for (rule, content, now, want) in table {
+        assert_eq!(orphan_content_deletion(&content, now), want, "{rule}");
+    }
 }

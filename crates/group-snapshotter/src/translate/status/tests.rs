@@ -171,11 +171,52 @@ fn the_driver_is_asked_until_every_member_is_ready() {
         (true, Some(content_status(true, true, &[true, false])), true),
         (true, Some(content_status(true, true, &[true, true])), false),
         (true, Some(content_status(true, true, &[])), false),
-        // Pre-provisioned contents are upstream's GetVolumeGroupSnapshot business.
-        (false, Some(content_status(true, false, &[false])), false),
+        // Pre-provisioned: asked again until ready, its members ready and listed.
+        (false, Some(content_status(true, false, &[false])), true),
+        (false, Some(content_status(true, true, &[])), true),
+        (false, Some(content_status(true, true, &[true])), false),
     ];
     for (i, (dynamic, status, want)) in table.into_iter().enumerate() {
         assert_eq!(needs_refresh(&content(dynamic, status)), want, "row {i}");
+    }
+}
+
+#[test]
+fn each_kind_of_content_has_its_call() {
+    let neither = {
+        let mut c = content(true, None);
+        c.spec.source.volume_handles = Some(vec![]);
+        c
+    };
+    // (rule, content, call)
+    let table = [
+        ("dynamic, not cut: create", content(true, None), DriverCall::Create),
+        (
+            "dynamic, a member not ready: create again",
+            content(true, Some(content_status(true, true, &[false]))),
+            DriverCall::Create,
+        ),
+        ("dynamic, all ready: nothing", content(true, Some(content_status(true, true, &[true]))), DriverCall::Nothing),
+        ("pre-provisioned, never asked: get", content(false, None), DriverCall::Get),
+        (
+            "pre-provisioned, ready but unlisted: get",
+            content(false, Some(content_status(true, true, &[]))),
+            DriverCall::Get,
+        ),
+        (
+            "pre-provisioned, group not ready: get",
+            content(false, Some(content_status(true, false, &[true]))),
+            DriverCall::Get,
+        ),
+        (
+            "pre-provisioned, all ready and listed: nothing",
+            content(false, Some(content_status(true, true, &[true]))),
+            DriverCall::Nothing,
+        ),
+        ("no volumes and no handles: nothing", neither, DriverCall::Nothing),
+    ];
+    for (rule, content, want) in table {
+        assert_eq!(driver_call(&content), want, "{rule}");
     }
 }
 

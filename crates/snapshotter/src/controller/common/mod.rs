@@ -10,7 +10,8 @@
 
 mod content;
 pub mod crds;
-pub mod metrics;
+/// The operation metrics live in sidecar-runtime: the group loop observes the same histogram.
+pub use sidecar_runtime::snapshot_operations as metrics;
 mod snapshot;
 mod stores;
 mod writes;

@@ -1,13 +1,16 @@
 //! `snapshot_controller_operation_total_seconds` and `snapshot_controller_operations_in_flight`, as upstream's
-//! snapshot-controller exports them (reference §5, §3.1 item 14): how long a snapshot took from the first sync that
-//! found it uncut until the driver's creation time appeared (`CreateSnapshot`) and until it was ready
+//! snapshot-controller exports them (reference §5, §3.1 item 14, §4.2 item 11): how long a snapshot took from the
+//! first sync that found it uncut until the driver's creation time appeared (`CreateSnapshot`) and until it was ready
 //! (`CreateSnapshotAndReady`), and how long a deletion took until the snapshot was gone (`DeleteSnapshot`; creations
-//! still pending then end as `cancel`).
+//! still pending then end as `cancel`). Group snapshots are timed the same way under `CreateGroupSnapshot`,
+//! `CreateGroupSnapshotAndReady` and `DeleteGroupSnapshot` (beyond upstream, a group deleted before it was ready
+//! cancels its creations too).
 //!
-//! Operations live in memory only, as upstream's: a restart starts the clock again.
+//! Here rather than in a sidecar crate because the snapshot-controller's single-snapshot and group loops (two
+//! crates) observe one histogram. Operations live in memory only, as upstream's: a restart starts the clock again.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -19,6 +22,9 @@ use prometheus_client::registry::Registry;
 pub const CREATE_SNAPSHOT: &str = "CreateSnapshot";
 pub const CREATE_SNAPSHOT_AND_READY: &str = "CreateSnapshotAndReady";
 pub const DELETE_SNAPSHOT: &str = "DeleteSnapshot";
+pub const CREATE_GROUP_SNAPSHOT: &str = "CreateGroupSnapshot";
+pub const CREATE_GROUP_SNAPSHOT_AND_READY: &str = "CreateGroupSnapshotAndReady";
+pub const DELETE_GROUP_SNAPSHOT: &str = "DeleteGroupSnapshot";
 pub const STATUS_SUCCESS: &str = "success";
 pub const STATUS_CANCEL: &str = "cancel";
 pub const DYNAMIC: &str = "dynamic";
@@ -55,11 +61,17 @@ pub struct Finished {
 #[derive(Debug, Default)]
 pub struct Operations {
     started: HashMap<OperationKey, Started>,
+    /// Operations that ended, until their object is gone: a sync working from a cache that lags behind the write
+    /// which ended an operation must not start its clock again (it would be observed twice).
+    finished: HashSet<OperationKey>,
 }
 
 impl Operations {
     /// Starts the clock unless it runs already (the first sync that sees the operation wins).
     pub fn start(&mut self, key: OperationKey, driver: &str, snapshot_type: &'static str, at: Instant) {
+        if self.finished.contains(&key) {
+            return;
+        }
         let driver = if driver.is_empty() { "unknown" } else { driver };
         self.started.entry(key).or_insert_with(|| Started { at, driver: driver.to_string(), snapshot_type });
     }
@@ -67,6 +79,7 @@ impl Operations {
     /// Stops the clock of `key`, if it runs.
     pub fn finish(&mut self, key: &OperationKey, status: &'static str, at: Instant) -> Option<Finished> {
         let started = self.started.remove(key)?;
+        self.finished.insert(key.clone());
         Some(Finished {
             operation: key.operation,
             driver: started.driver,
@@ -78,12 +91,21 @@ impl Operations {
 
     /// The snapshot is gone: its deletion succeeded and whatever creation was pending is cancelled.
     pub fn snapshot_gone(&mut self, snapshot_uid: &str, at: Instant) -> Vec<Finished> {
-        let key = |operation| OperationKey { operation, snapshot_uid: snapshot_uid.to_string() };
-        let mut finished: Vec<Finished> = [CREATE_SNAPSHOT, CREATE_SNAPSHOT_AND_READY]
-            .into_iter()
-            .filter_map(|operation| self.finish(&key(operation), STATUS_CANCEL, at))
-            .collect();
-        finished.extend(self.finish(&key(DELETE_SNAPSHOT), STATUS_SUCCESS, at));
+        self.gone(snapshot_uid, [CREATE_SNAPSHOT, CREATE_SNAPSHOT_AND_READY], DELETE_SNAPSHOT, at)
+    }
+
+    /// The group snapshot is gone: the same for its group operations.
+    pub fn group_gone(&mut self, group_uid: &str, at: Instant) -> Vec<Finished> {
+        self.gone(group_uid, [CREATE_GROUP_SNAPSHOT, CREATE_GROUP_SNAPSHOT_AND_READY], DELETE_GROUP_SNAPSHOT, at)
+    }
+
+    fn gone(&mut self, uid: &str, creations: [&'static str; 2], deletion: &'static str, at: Instant) -> Vec<Finished> {
+        let key = |operation| OperationKey { operation, snapshot_uid: uid.to_string() };
+        let mut finished: Vec<Finished> =
+            creations.into_iter().filter_map(|operation| self.finish(&key(operation), STATUS_CANCEL, at)).collect();
+        finished.extend(self.finish(&key(deletion), STATUS_SUCCESS, at));
+        let operations = [creations[0], creations[1], deletion];
+        self.finished.retain(|k| k.snapshot_uid != uid || !operations.contains(&k.operation));
         finished
     }
 
@@ -100,11 +122,12 @@ struct OperationLabels {
     snapshot_type: String,
 }
 
-/// The snapshot-controller's metrics and the operations they time.
+/// The snapshot-controller's metrics and the operations they time. Clones share both.
+#[derive(Clone)]
 pub struct SnapshotMetrics {
     seconds: Family<OperationLabels, Histogram>,
     in_flight: Gauge,
-    operations: Mutex<Operations>,
+    operations: Arc<Mutex<Operations>>,
 }
 
 impl SnapshotMetrics {
@@ -121,7 +144,7 @@ impl SnapshotMetrics {
             "Total number of operations in flight",
             in_flight.clone(),
         );
-        SnapshotMetrics { seconds, in_flight, operations: Mutex::default() }
+        SnapshotMetrics { seconds, in_flight, operations: Arc::default() }
     }
 
     pub fn start(&self, operation: &'static str, snapshot_uid: &str, driver: &str, snapshot_type: &'static str) {
@@ -137,6 +160,11 @@ impl SnapshotMetrics {
 
     pub fn snapshot_gone(&self, snapshot_uid: &str) {
         let finished = self.with(|operations| operations.snapshot_gone(snapshot_uid, Instant::now()));
+        finished.iter().for_each(|f| self.observe(f));
+    }
+
+    pub fn group_gone(&self, group_uid: &str) {
+        let finished = self.with(|operations| operations.group_gone(group_uid, Instant::now()));
         finished.iter().for_each(|f| self.observe(f));
     }
 
@@ -179,6 +207,8 @@ mod tests {
         assert_eq!(created.took, s(5), "a later start does not reset the clock");
         assert_eq!((created.driver.as_str(), created.snapshot_type, created.status), ("hostpath", DYNAMIC, "success"));
         assert_eq!(operations.finish(&key(CREATE_SNAPSHOT), STATUS_SUCCESS, t0 + s(6)), None, "finished once");
+        operations.start(key(CREATE_SNAPSHOT), "hostpath", DYNAMIC, t0 + s(6));
+        assert_eq!(operations.in_flight(), 1, "a stale sync does not start a finished operation again");
 
         operations.start(key(DELETE_SNAPSHOT), "hostpath", PRE_PROVISIONED, t0 + s(7));
         let gone = operations.snapshot_gone("u1", t0 + s(9));
@@ -193,6 +223,22 @@ mod tests {
             ]
         );
         assert_eq!(operations.in_flight(), 0);
+        assert!(operations.finished.is_empty(), "a gone object leaves nothing behind");
+    }
+
+    #[test]
+    fn a_group_gone_ends_its_group_operations_only() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut operations = Operations::default();
+        for operation in [CREATE_GROUP_SNAPSHOT_AND_READY, DELETE_GROUP_SNAPSHOT, CREATE_SNAPSHOT] {
+            operations.start(key(operation), "hostpath", DYNAMIC, t0);
+        }
+        let gone = operations.group_gone("u1", t0 + s(4));
+        // (operation, status)
+        let rows: Vec<(&str, &str)> = gone.iter().map(|f| (f.operation, f.status)).collect();
+        assert_eq!(rows, [(CREATE_GROUP_SNAPSHOT_AND_READY, STATUS_CANCEL), (DELETE_GROUP_SNAPSHOT, STATUS_SUCCESS)]);
+        assert_eq!(operations.in_flight(), 1, "the single-snapshot operation of the same UID stays");
     }
 
     #[test]

@@ -359,12 +359,14 @@ async fn lost_answer_is_asked_again_under_the_same_name() {
     assert_eq!(world.plugin_snapshots(), vec![handle]);
     assert!(!annotations(&content).iter().any(|a| a == ANN_VOLUME_SNAPSHOT_BEING_CREATED));
     assert_eq!(content.status.unwrap().error, None, "readiness clears the recorded error");
-    let events = world.events_of(&name).await;
-    assert!(
-        events.iter().any(|e| e.reason.as_deref() == Some("SnapshotCreationFailed")
-            && e.message.as_deref().is_some_and(|m| m.contains("DeadlineExceeded"))),
-        "{events:?}"
-    );
+    // Events go out from a background queue: the failure's may land after the content is ready.
+    eventually("a SnapshotCreationFailed event naming DeadlineExceeded", TIMEOUT, || async {
+        world.events_of(&name).await.iter().any(|e| {
+            e.reason.as_deref() == Some("SnapshotCreationFailed")
+                && e.message.as_deref().is_some_and(|m| m.contains("DeadlineExceeded"))
+        })
+    })
+    .await;
 }
 
 /// (e) A class with an unknown reserved key: a Warning naming the key, no being-created annotation (the content

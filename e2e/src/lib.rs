@@ -8,6 +8,7 @@
 pub mod audit;
 mod cluster;
 pub mod driver_world;
+pub mod helm;
 mod http;
 mod namespace;
 mod process;
@@ -22,7 +23,7 @@ pub use cluster::{Cluster, clean_up, repo_root};
 pub use http::{free_port, http_get, try_http_get};
 pub use namespace::TestNamespace;
 pub use process::{Process, Scenario, binary};
-pub use rbac::{Rules, Sidecar, SidecarIdentity};
+pub use rbac::{Rules, Sidecar, SidecarIdentity, account_kubeconfig, policy_rule};
 pub use reference_grant_crd::install_reference_grant_crd;
 pub use snapshot_crds::install_snapshot_crds;
 pub use wait::{eventually, wait_for};

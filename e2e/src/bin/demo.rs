@@ -361,10 +361,12 @@ async fn group_snapshot(demo: &Demo) -> Result<String, String> {
     run("kubectl", &["apply".into(), "-n".into(), NAMESPACE.into(), "-f".into(), "-".into()], Some(&text))?;
     demo.bound("pg-data-restored").await?;
     demo.bound("pg-wal-restored").await?;
-    Ok(format!(
-        "group ready, members {}; both restored claims Bound",
-        members.values().cloned().collect::<Vec<_>>().join(", ")
-    ))
+    // Member names are snapshot-<64 hex digits>; the start tells them apart.
+    let pairs: Vec<String> = members
+        .iter()
+        .map(|(claim, member)| format!("{claim}-restored from {}…", member.get(..17).unwrap_or(member)))
+        .collect();
+    Ok(format!("group ready; {} Bound", pairs.join(", ")))
 }
 
 async fn stories(demo: &Demo) -> Vec<Outcome> {
@@ -440,6 +442,14 @@ async fn main() {
         outcomes.len(),
         started.elapsed().as_secs_f64()
     );
+    if failed > 0 {
+        for process in &demo.processes {
+            let log = process.log();
+            let lines: Vec<&str> = log.lines().collect();
+            eprintln!("===== {} (last 40 of {} lines) =====", process.name(), lines.len());
+            lines[lines.len().saturating_sub(40)..].iter().for_each(|line| eprintln!("{line}"));
+        }
+    }
     if std::env::var("KEEP").is_ok_and(|v| v == "1") {
         keep(demo);
     } else {

@@ -56,8 +56,8 @@ store() {
 
 # image BINARY VERSION -> one image: layer, config, manifest; prints the manifest's index entry
 image() {
-	local bin="$1" version="$2" root="$WORK/rootfs-$bin" layer diff_id layer_digest layer_size config config_digest
-	local manifest manifest_digest
+	local bin="$1" version="$2"
+	local root="$WORK/rootfs-$bin" diff_id layer_digest layer_size config config_digest manifest manifest_digest
 	mkdir -p "$root"
 	install -m 0755 "$BIN_DIR/$bin" "$root/$bin"
 	tar --create --file "$WORK/layer.tar" --directory "$root" --sort=name --format=ustar \

@@ -2,11 +2,13 @@
 #   make build   release binaries into target/release
 #   make test    unit tests + csi-sanity + end-to-end tests against a real control plane
 #   make lint    rustfmt and clippy (warnings are errors), and the dependency audit (cargo-deny)
+#   make image   the sidecar images as an OCI archive in target/image (no container daemon), then its test
+#   make demo    the examples story by story on a local control plane (KEEP=1 leaves it running)
 
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
 
-.PHONY: build test unit sanity e2e e2e-tests lint tools cluster-up cluster-down clean
+.PHONY: build test unit sanity e2e e2e-tests lint tools cluster-up cluster-down clean image demo
 
 build:
 	$(CARGO) build --release --workspace --bins
@@ -43,6 +45,18 @@ cluster-up:
 
 cluster-down:
 	bash e2e/cluster.sh down
+
+# Static release binaries, one from-scratch image each, written as target/image/csi-sidecars.oci.tar by
+# image/build.sh (tar + gzip + sha256sum, no daemon), then checked by e2e/tests/image.rs.
+image:
+	bash image/build.sh
+	$(CARGO) test -p $(E2E_PACKAGE) --test image -- --include-ignored
+
+# The examples, story by story, on the local control plane with hostpath-plugin and every sidecar as processes
+# (e2e/src/bin/demo.rs). KEEP=1 leaves it all running and prints how to use and stop it.
+demo: tools
+	$(CARGO) build --workspace --bins
+	$(CARGO) run --quiet -p $(E2E_PACKAGE) --bin demo
 
 lint:
 	$(CARGO) fmt --all -- --check

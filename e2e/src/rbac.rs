@@ -233,6 +233,33 @@ impl Drop for SidecarIdentity {
     }
 }
 
+/// One rule granting `verb` on `resource` of `group` (e.g. what [`account_kubeconfig`] waits to be allowed).
+pub fn policy_rule(group: &str, resource: &str, verb: &str) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.into()]),
+        resources: Some(vec![resource.into()]),
+        verbs: vec![verb.into()],
+        ..Default::default()
+    }
+}
+
+/// A kubeconfig (at `<dir>/<account>.kubeconfig`) for a ServiceAccount someone else made and bound, e.g. a Helm
+/// chart: waits until the authorizer allows the account `probe`, then asks the TokenRequest API for its token.
+pub async fn account_kubeconfig(
+    client: &kube::Client,
+    namespace: &str,
+    account: &str,
+    probe: &PolicyRule,
+    dir: &Path,
+) -> PathBuf {
+    allowed(client, namespace, account, probe).await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let token = token(&accounts, account).await;
+    let path = dir.join(format!("{account}.kubeconfig"));
+    write_kubeconfig(&path, namespace, account, &token);
+    path
+}
+
 fn named(name: &str) -> ObjectMeta {
     ObjectMeta { name: Some(name.into()), ..Default::default() }
 }

@@ -1,5 +1,5 @@
 //! The CustomResourceDefinitions, generated from the types. `snapshot-crds --write` keeps the Helm chart's copies
-//! (charts/csi-sidecars/crds/) in step; a test fails when they drift.
+//! (charts/snapshot-controller/crds/) in step; a test fails when they drift.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -20,7 +20,7 @@ const APPROVED_GROUP_SNAPSHOTS: &str = "https://github.com/kubernetes-csi/extern
 const GROUP_STORAGE_VERSION: &str = "v1beta2";
 
 /// Where the chart keeps the CRDs, relative to the repository root.
-pub const CHART_CRD_DIR: &str = "charts/csi-sidecars/crds";
+pub const CHART_CRD_DIR: &str = "charts/snapshot-controller/crds";
 
 /// The snapshot CRDs, each with the file name the chart keeps it under (upstream's names).
 pub fn snapshot_crds() -> Vec<(&'static str, CustomResourceDefinition)> {

@@ -1,0 +1,47 @@
+# The sidecar images, built in your own pipeline: one from-scratch image per binary, the same as `make image`
+# writes into target/image/csi-sidecars.oci.tar (a static binary at /<name>, user 65532:65532, no shell).
+#
+#   docker build --target csi-provisioner -t REGISTRY/csi-provisioner:TAG .
+#   (targets: csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter)
+#
+# buildah, kaniko and `docker buildx` read this file as it is. linux/amd64 only (the static gnu target).
+
+FROM docker.io/library/rust:1-bookworm AS build
+WORKDIR /src
+COPY . .
+# --target keeps +crt-static off build scripts and proc macros; the cache mounts only speed up rebuilds.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked \
+      --target x86_64-unknown-linux-gnu -p provisioner -p resizer -p snapshot-binaries \
+      --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin snapshot-controller \
+      --bin csi-group-snapshotter \
+ && mkdir /out \
+ && cp target/x86_64-unknown-linux-gnu/release/csi-provisioner target/x86_64-unknown-linux-gnu/release/csi-resizer \
+       target/x86_64-unknown-linux-gnu/release/csi-snapshotter target/x86_64-unknown-linux-gnu/release/snapshot-controller \
+       target/x86_64-unknown-linux-gnu/release/csi-group-snapshotter /out/
+
+FROM scratch AS csi-provisioner
+COPY --from=build --chmod=0755 /out/csi-provisioner /csi-provisioner
+USER 65532:65532
+ENTRYPOINT ["/csi-provisioner"]
+
+FROM scratch AS csi-resizer
+COPY --from=build --chmod=0755 /out/csi-resizer /csi-resizer
+USER 65532:65532
+ENTRYPOINT ["/csi-resizer"]
+
+FROM scratch AS csi-snapshotter
+COPY --from=build --chmod=0755 /out/csi-snapshotter /csi-snapshotter
+USER 65532:65532
+ENTRYPOINT ["/csi-snapshotter"]
+
+FROM scratch AS snapshot-controller
+COPY --from=build --chmod=0755 /out/snapshot-controller /snapshot-controller
+USER 65532:65532
+ENTRYPOINT ["/snapshot-controller"]
+
+FROM scratch AS csi-group-snapshotter
+COPY --from=build --chmod=0755 /out/csi-group-snapshotter /csi-group-snapshotter
+USER 65532:65532
+ENTRYPOINT ["/csi-group-snapshotter"]

@@ -1,0 +1,140 @@
+{{/*
+Each sidecar's RBAC rules: upstream's deploy/kubernetes rules, plus only the additions the README's "RBAC: what to
+add to upstream's role" lists, each behind the value that needs it. e2e/rbac/*.yaml holds the same rules as data for
+the e2e suite; e2e/tests/chart_rules.rs fails when the two differ.
+Each template takes the root context and renders a YAML list.
+*/}}
+
+{{/* kubernetes-csi/external-provisioner deploy/kubernetes/rbac.yaml: ClusterRole external-provisioner-runner */}}
+{{- define "csi-sidecars.rules.provisioner.cluster" -}}
+- apiGroups: [""]
+  resources: ["persistentvolumes"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "update"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["storageclasses"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["list", "watch", "create", "update", "patch"]
+- apiGroups: ["snapshot.storage.k8s.io"]
+  resources: ["volumesnapshots"]
+  verbs: ["get", "list", "watch", "update"]
+- apiGroups: ["snapshot.storage.k8s.io"]
+  resources: ["volumesnapshotcontents"]
+  verbs: ["get", "list"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["csinodes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["volumeattachments"]
+  verbs: ["get", "list", "watch"]
+{{- if .Values.provisioner.rbac.secrets }}
+# shipped commented out upstream: classes that name secrets
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list"]
+{{- end }}
+{{- if .Values.provisioner.rbac.referenceGrants }}
+# shipped commented out upstream: CrossNamespaceVolumeDataSource
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["referencegrants"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+# missing upstream although upstream's provisioner makes the same GET: the claim's VolumeAttributesClass
+- apiGroups: ["storage.k8s.io"]
+  resources: ["volumeattributesclasses"]
+  verbs: ["get"]
+{{- end -}}
+
+{{/* external-provisioner: Role external-provisioner-cfg (Leases, CSIStorageCapacity and its owner chain) */}}
+{{- define "csi-sidecars.rules.provisioner.namespaced" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "watch", "list", "delete", "update", "create"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["csistoragecapacities"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get"]
+- apiGroups: ["apps"]
+  resources: ["replicasets"]
+  verbs: ["get"]
+{{- end -}}
+
+{{/* kubernetes-csi/external-resizer deploy/kubernetes/rbac.yaml: ClusterRole external-resizer-runner */}}
+{{- define "csi-sidecars.rules.resizer.cluster" -}}
+- apiGroups: [""]
+  resources: ["persistentvolumes"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims/status"]
+  verbs: ["patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["list", "watch", "create", "update", "patch"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["volumeattributesclasses"]
+  verbs: ["get", "list", "watch"]
+{{- if .Values.resizer.rbac.secrets }}
+# shipped commented out upstream: expand or modify secrets
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- end -}}
+
+{{- define "csi-sidecars.rules.resizer.namespaced" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "watch", "list", "delete", "update", "create"]
+{{- end -}}
+
+{{/* kubernetes-csi/external-snapshotter deploy/kubernetes/csi-snapshotter/rbac-csi-snapshotter.yaml */}}
+{{- define "csi-sidecars.rules.snapshotter.cluster" -}}
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["list", "watch", "create", "update", "patch"]
+- apiGroups: ["snapshot.storage.k8s.io"]
+  resources: ["volumesnapshotclasses"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["snapshot.storage.k8s.io"]
+  resources: ["volumesnapshotcontents"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["snapshot.storage.k8s.io"]
+  resources: ["volumesnapshotcontents/status"]
+  verbs: ["update", "patch"]
+- apiGroups: ["groupsnapshot.storage.k8s.io"]
+  resources: ["volumegroupsnapshotclasses"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["groupsnapshot.storage.k8s.io"]
+  resources: ["volumegroupsnapshotcontents"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["groupsnapshot.storage.k8s.io"]
+  resources: ["volumegroupsnapshotcontents/status"]
+  verbs: ["update", "patch"]
+{{- if .Values.snapshotter.rbac.secrets }}
+# shipped commented out upstream: snapshotter secrets in VolumeSnapshotClasses
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list"]
+{{- end }}
+{{- end -}}
+
+{{- define "csi-sidecars.rules.snapshotter.namespaced" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "watch", "list", "delete", "update", "create"]
+{{- end -}}

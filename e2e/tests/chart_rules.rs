@@ -1,0 +1,86 @@
+//! One source of truth for RBAC: the charts' roles are upstream's rules, which e2e/rbac/*.yaml keeps as data for
+//! every sidecar the e2e suite runs. With every optional rule switched on, each chart role must equal its e2e
+//! fixture exactly; with the defaults, it must be the fixture less exactly the rules upstream ships commented out.
+
+use csi_sidecars_e2e::helm::{Chart, documents, template};
+use csi_sidecars_e2e::{Rules, Sidecar};
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use serde_json::Value;
+
+/// A chart's rendered roles: (kind, name, rules).
+fn roles(chart: Chart, values: &[&str]) -> Vec<(String, String, Vec<PolicyRule>)> {
+    let values: Vec<String> = values.iter().flat_map(|v| ["--set".to_string(), v.to_string()]).collect();
+    let rendered = template(chart, "r", "storage", &values).unwrap_or_else(|e| panic!("{e}"));
+    documents(&rendered)
+        .into_iter()
+        .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+        .map(|d: Value| {
+            let rules = serde_json::from_value(d["rules"].clone()).expect("rules are PolicyRules");
+            (d["kind"].as_str().unwrap().to_string(), d["metadata"]["name"].as_str().unwrap().to_string(), rules)
+        })
+        .collect()
+}
+
+fn role_rules(roles: &[(String, String, Vec<PolicyRule>)], kind: &str, name: &str) -> Vec<PolicyRule> {
+    let found = roles.iter().find(|(k, n, _)| k == kind && n == name);
+    found.unwrap_or_else(|| panic!("no {kind} {name} rendered")).2.clone()
+}
+
+const EVERYTHING_ON: [&str; 5] = [
+    "snapshotter.enabled=true",
+    "provisioner.rbac.secrets=true",
+    "provisioner.rbac.referenceGrants=true",
+    "resizer.rbac.secrets=true",
+    "snapshotter.rbac.secrets=true",
+];
+
+/// (values key, fixture, resources upstream ships commented out).
+const SIDECARS: [(&str, Sidecar, &[&str]); 3] = [
+    ("provisioner", Sidecar::Provisioner, &["secrets", "referencegrants"]),
+    ("resizer", Sidecar::Resizer, &["secrets"]),
+    ("snapshotter", Sidecar::Snapshotter, &["secrets"]),
+];
+
+#[test]
+fn with_every_option_on_each_sidecar_role_is_its_e2e_fixture() {
+    let roles = roles(Chart::CsiSidecars, &EVERYTHING_ON);
+    for (key, sidecar, _) in SIDECARS {
+        let fixture = Rules::of(sidecar);
+        let name = format!("r-csi-sidecars-{key}");
+        assert_eq!(role_rules(&roles, "ClusterRole", &name), fixture.cluster, "{key}: ClusterRole");
+        assert_eq!(role_rules(&roles, "Role", &name), fixture.namespaced, "{key}: Role");
+    }
+}
+
+#[test]
+fn by_default_each_sidecar_role_leaves_out_only_the_optional_rules() {
+    let roles = roles(Chart::CsiSidecars, &["snapshotter.enabled=true"]);
+    for (key, sidecar, optional) in SIDECARS {
+        let mut expected = Rules::of(sidecar).cluster;
+        expected.retain(|rule| !rule.resources.iter().flatten().any(|r| optional.contains(&r.as_str())));
+        let name = format!("r-csi-sidecars-{key}");
+        assert_eq!(role_rules(&roles, "ClusterRole", &name), expected, "{key}: ClusterRole");
+    }
+}
+
+#[test]
+fn only_enabled_sidecars_get_roles() {
+    let names: Vec<String> = roles(Chart::CsiSidecars, &[]).into_iter().map(|(k, n, _)| format!("{k}/{n}")).collect();
+    assert_eq!(
+        names,
+        [
+            "ClusterRole/r-csi-sidecars-provisioner",
+            "ClusterRole/r-csi-sidecars-resizer",
+            "Role/r-csi-sidecars-provisioner",
+            "Role/r-csi-sidecars-resizer",
+        ]
+    );
+}
+
+#[test]
+fn the_snapshot_controller_roles_are_its_e2e_fixture() {
+    let roles = roles(Chart::SnapshotController, &[]);
+    let fixture = Rules::of(Sidecar::SnapshotController);
+    assert_eq!(role_rules(&roles, "ClusterRole", "r-snapshot-controller"), fixture.cluster);
+    assert_eq!(role_rules(&roles, "Role", "r-snapshot-controller"), fixture.namespaced);
+}

@@ -1,0 +1,215 @@
+//! The Helm charts as a user installs them: lint and render with default and full values, every rendered object
+//! accepted by the real API server, both charts installed into the control plane, and sidecars run with the
+//! chart's own arguments under the ServiceAccount the chart created (proving its RBAC is enough to do the job).
+
+use std::time::Duration;
+
+use csi_sidecars_e2e::helm::{Chart, Release, container_args, documents, dry_run_apply, lint, on_this_host, template};
+use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld, TIMEOUT};
+use csi_sidecars_e2e::{
+    Cluster, account_kubeconfig, binary, free_port, install_snapshot_crds, policy_rule, try_http_get, wait_for,
+};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use serde_json::json;
+
+#[test]
+fn both_charts_lint_and_render_with_default_and_full_values() {
+    for chart in Chart::ALL {
+        for (label, values) in chart.value_sets() {
+            lint(chart, &values).unwrap_or_else(|e| panic!("{} with {label}: {e}", chart.name()));
+            let rendered = template(chart, "lint", "storage", &values)
+                .unwrap_or_else(|e| panic!("{} with {label}: {e}", chart.name()));
+            let kinds: Vec<String> = documents(&rendered).iter().map(|d| d["kind"].as_str().unwrap().into()).collect();
+            for kind in ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"] {
+                assert!(kinds.iter().any(|k| k == kind), "{} with {label} renders no {kind}: {kinds:?}", chart.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn values_the_schema_refuses_fail_to_render() {
+    let rows: [(Chart, &str, &str); 5] = [
+        (Chart::CsiSidecars, "replicas=-1", "minimum"),
+        (Chart::CsiSidecars, "provisioner.timeout=ten", "pattern"),
+        (Chart::CsiSidecars, "loggingFormat=xml", "loggingFormat"),
+        (Chart::CsiSidecars, "resizer.unknownOption=true", "unknownOption"),
+        (Chart::SnapshotController, "leaderElection.leaseDuration=15x", "pattern"),
+    ];
+    for (chart, set, expected) in rows {
+        let error = template(chart, "bad", "storage", &["--set".into(), set.into()]).expect_err(set);
+        assert!(error.contains(expected), "{set}: {error}");
+    }
+}
+
+#[test]
+fn the_sidecar_chart_deploys_what_its_values_enable() {
+    let containers = |values: &[&str]| -> Vec<String> {
+        let values: Vec<String> = values.iter().flat_map(|v| ["--set".to_string(), v.to_string()]).collect();
+        let rendered = template(Chart::CsiSidecars, "r", "storage", &values).unwrap();
+        let deployment = documents(&rendered).into_iter().find(|d| d["kind"] == "Deployment").unwrap();
+        let containers = deployment["spec"]["template"]["spec"]["containers"].as_array().unwrap().clone();
+        containers.iter().map(|c| c["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(containers(&[]), ["driver", "csi-provisioner", "csi-resizer"]);
+    assert_eq!(
+        containers(&["resizer.enabled=false", "snapshotter.enabled=true"]),
+        ["driver", "csi-provisioner", "csi-snapshotter"]
+    );
+}
+
+#[test]
+fn every_sidecar_container_is_locked_down_and_probed_on_its_leader_election_health() {
+    for chart in Chart::ALL {
+        let rendered =
+            template(chart, "r", "storage", &["-f".into(), chart.full_values().display().to_string()]).unwrap();
+        let deployment = documents(&rendered).into_iter().find(|d| d["kind"] == "Deployment").unwrap();
+        assert_eq!(deployment["spec"]["replicas"], 2, "{}", chart.name());
+        let pod = &deployment["spec"]["template"]["spec"];
+        for container in pod["containers"].as_array().unwrap().iter().filter(|c| c["name"] != "driver") {
+            let name = container["name"].as_str().unwrap();
+            let security = &container["securityContext"];
+            assert_eq!(security["runAsNonRoot"], true, "{name}");
+            assert_eq!(security["readOnlyRootFilesystem"], true, "{name}");
+            assert_eq!(security["allowPrivilegeEscalation"], false, "{name}");
+            assert_eq!(security["capabilities"]["drop"], json!(["ALL"]), "{name}");
+            assert_eq!(security["seccompProfile"]["type"], "RuntimeDefault", "{name}");
+            let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+            assert!(args.contains(&"--leader-election=true"), "{name}: {args:?}");
+            let port = container["ports"][0]["containerPort"].as_i64().unwrap();
+            assert!(args.contains(&format!("--http-endpoint=:{port}").as_str()), "{name}: {args:?}");
+            for probe in ["livenessProbe", "readinessProbe"] {
+                assert_eq!(container[probe]["httpGet"]["path"], "/healthz/leader-election", "{name} {probe}");
+            }
+        }
+    }
+}
+
+/// A stand-in for prometheus-operator's ServiceMonitor CRD (any spec accepted), so the dry run can admit the
+/// chart's ServiceMonitor as a cluster with the operator would; its own schema is the operator's business.
+async fn install_service_monitor_crd(client: &kube::Client) {
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "scope": "Namespaced",
+            "names": {"plural": "servicemonitors", "singular": "servicemonitor", "kind": "ServiceMonitor",
+                      "listKind": "ServiceMonitorList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .unwrap();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        "servicemonitors.monitoring.coreos.com",
+        &PatchParams::apply("csi-sidecars-e2e").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("apply the ServiceMonitor CRD");
+    wait_for("ServiceMonitor CRD established", Duration::from_secs(30), || async {
+        let crd = api.get("servicemonitors.monitoring.coreos.com").await.ok()?;
+        crd.status?.conditions?.iter().any(|c| c.type_ == "Established" && c.status == "True").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn every_rendered_object_is_accepted_by_the_api_server() {
+    let client = Cluster::shared().client().await;
+    install_snapshot_crds(&client).await;
+    install_service_monitor_crd(&client).await;
+    let ns = csi_sidecars_e2e::TestNamespace::create(&client, "chart-dry-run").await;
+    for chart in Chart::ALL {
+        for (label, values) in chart.value_sets() {
+            let rendered = template(chart, "dry-run", ns.name(), &values).unwrap();
+            let applied = dry_run_apply(ns.name(), &rendered)
+                .unwrap_or_else(|e| panic!("{} with {label} refused: {e}", chart.name()));
+            let objects = documents(&rendered).len();
+            assert_eq!(
+                applied.lines().count(),
+                objects,
+                "{} with {label}: one line per object:\n{applied}",
+                chart.name()
+            );
+        }
+    }
+}
+
+async fn leader_election_healthy(port: u16) {
+    wait_for(&format!("/healthz/leader-election on :{port}"), TIMEOUT, || async {
+        let (status, body) = try_http_get(port, "/healthz/leader-election").await?;
+        (status == 200).then_some(body)
+    })
+    .await;
+}
+
+async fn lease_held(client: &kube::Client, namespace: &str, name: &str) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    wait_for(&format!("Lease {name} held"), TIMEOUT, || async {
+        let holder = leases.get(name).await.ok()?.spec?.holder_identity?;
+        (!holder.is_empty()).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn both_charts_install_and_their_sidecars_work_under_the_chart_accounts() {
+    let mut world = ProvisionerWorld::new("chart-install", &[]).await;
+    let client = world.client.clone();
+    install_snapshot_crds(&client).await;
+    let ns = world.ns().to_string();
+    let driver = world.driver.clone();
+    let controller = Release::install(Chart::SnapshotController, &format!("{ns}-sc"), &ns, &[]);
+    let sidecars = Release::install(
+        Chart::CsiSidecars,
+        &ns,
+        &ns,
+        &["--set".into(), format!("driver.name={driver}"), "--set".into(), "snapshotter.enabled=true".into()],
+    );
+
+    // csi-provisioner, with the chart's args, as the chart's ServiceAccount: it leads and provisions a claim.
+    let account = format!("{ns}-csi-sidecars");
+    let kubeconfig = account_kubeconfig(
+        &client,
+        &ns,
+        &account,
+        &policy_rule("", "persistentvolumes", "create"),
+        world.scenario.dir(),
+    )
+    .await;
+    let socket = world.socket.display().to_string();
+    let vars = [("ADDRESS", socket.as_str()), ("NAMESPACE", ns.as_str())];
+    let port = free_port();
+    let args = on_this_host(container_args(&sidecars.manifest(), "csi-provisioner", &vars), port, &kubeconfig);
+    let _provisioner = world.scenario.start("csi-provisioner", &binary("csi-provisioner"), &args);
+    leader_election_healthy(port).await;
+    lease_held(&client, &ns, &driver.replace('.', "-")).await;
+    world.node("n1").await;
+    let class = world.class("chart", &[], "Delete").await;
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    let volume = world.bound("data").await;
+    world.claims().delete("data", &DeleteParams::default()).await.unwrap();
+    let volumes = world.volumes();
+    wait_for(&format!("PV {volume} deleted"), TIMEOUT, || async {
+        volumes.get_opt(&volume).await.ok()?.is_none().then_some(())
+    })
+    .await;
+    world.no_plugin_volumes_left().await;
+
+    // snapshot-controller, with its chart's args, as its chart's ServiceAccount: it takes its Lease.
+    let account = format!("{ns}-sc-snapshot-controller");
+    let probe = policy_rule("snapshot.storage.k8s.io", "volumesnapshotcontents", "create");
+    let kubeconfig = account_kubeconfig(&client, &ns, &account, &probe, world.scenario.dir()).await;
+    let port = free_port();
+    let args = on_this_host(container_args(&controller.manifest(), "snapshot-controller", &vars), port, &kubeconfig);
+    let _controller = world.scenario.start("snapshot-controller", &binary("snapshot-controller"), &args);
+    leader_election_healthy(port).await;
+    lease_held(&client, &ns, "snapshot-controller-leader").await;
+}

@@ -1,0 +1,51 @@
+//! The README's flag reference is each binary's `--help`, so it cannot drift from the flags. With
+//! `UPDATE_FLAG_REFERENCE=1` the test rewrites the README's blocks instead of comparing them.
+
+use std::process::Command;
+
+use csi_sidecars_e2e::{binary, repo_root};
+
+const BINARIES: [&str; 5] =
+    ["csi-provisioner", "csi-resizer", "csi-snapshotter", "snapshot-controller", "csi-group-snapshotter"];
+const END: &str = "<!-- /flag-reference -->";
+
+fn help(name: &str) -> String {
+    // No terminal and no COLUMNS: clap wraps at its fixed default width, the same on every machine.
+    let output = Command::new(binary(name)).arg("--help").env_remove("COLUMNS").output().expect("run --help");
+    assert!(output.status.success(), "{name} --help: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("UTF-8 help").trim_end().to_string()
+}
+
+/// The README with `name`'s block set to `help` (a fenced text block between its markers).
+fn with_block(readme: &str, name: &str, help: &str) -> String {
+    let start_marker = format!("<!-- flag-reference {name} -->\n");
+    let start =
+        readme.find(&start_marker).unwrap_or_else(|| panic!("README has no block for {name}")) + start_marker.len();
+    let end = start + readme[start..].find(END).expect("the block is closed");
+    format!("{}```text\n{help}\n```\n{}", &readme[..start], &readme[end..])
+}
+
+#[test]
+fn the_readme_flag_reference_is_each_binarys_help() {
+    let path = repo_root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let expected = BINARIES.iter().fold(readme.clone(), |text, name| with_block(&text, name, &help(name)));
+    if std::env::var_os("UPDATE_FLAG_REFERENCE").is_some() {
+        std::fs::write(&path, &expected).unwrap();
+        return;
+    }
+    if expected != readme {
+        let changed: Vec<&str> =
+            BINARIES.iter().copied().filter(|name| with_block(&readme, name, &help(name)) != readme).collect();
+        panic!(
+            "the README's flag reference is stale for {changed:?}: run UPDATE_FLAG_REFERENCE=1 cargo test -p csi-sidecars-e2e --test flag_reference"
+        );
+    }
+}
+
+#[test]
+fn a_block_is_replaced_between_its_markers_only() {
+    let readme = "a\n<!-- flag-reference x -->\n```text\nold\n```\n<!-- /flag-reference -->\nb\n";
+    let updated = with_block(readme, "x", "new");
+    assert_eq!(updated, "a\n<!-- flag-reference x -->\n```text\nnew\n```\n<!-- /flag-reference -->\nb\n");
+}

@@ -268,7 +268,8 @@ mod tests {
         tokio::task::yield_now().await;
         let work = run(&layer, "work", 3);
         let (events, work) = tokio::join!(events, work);
-        (events.unwrap(), work.unwrap());
+        events.unwrap();
+        work.unwrap();
         let order: Vec<_> = order.lock().unwrap().iter().map(|(name, at)| (*name, (*at - start).as_millis())).collect();
         let names: Vec<_> = order.iter().map(|(name, _)| *name).collect();
         assert_eq!(names, ["event", "work", "work", "work", "event"], "{order:?}");

@@ -106,7 +106,10 @@ pub fn merge(current: &BTreeMap<String, String>, prefix: &str, changes: &Changes
 
 /// The entries among `annotations`: those named `prefix` + key, by key.
 pub fn entries(annotations: &BTreeMap<String, String>, prefix: &str) -> BTreeMap<String, String> {
-    annotations.iter().filter_map(|(name, value)| Some((name.strip_prefix(prefix)?.to_string(), value.clone()))).collect()
+    annotations
+        .iter()
+        .filter_map(|(name, value)| Some((name.strip_prefix(prefix)?.to_string(), value.clone())))
+        .collect()
 }
 
 /// Kubernetes' rule for annotation keys: an optional DNS-subdomain prefix and `/`, then a name of at most 63
@@ -160,33 +163,93 @@ mod tests {
         changes
     }
 
+    /// (rule, current annotations, changes, bounds, annotations after, refused keys)
+    type Row<'a> = (
+        &'a str,
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, Option<&'a str>)],
+        Bounds,
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, Refused)],
+    );
+
     #[test]
     fn changes_fold_into_the_annotations() {
         let small = Bounds { total: 100, entry: 40 };
-        // (rule, current annotations, changes, bounds, annotations after, refused keys)
-        let table: &[(&str, &[(&str, &str)], &[(&str, Option<&str>)], Bounds, &[(&str, &str)], &[(&str, Refused)])] = &[
-            ("adds from many callers go in one write", &[], &[("a", Some("1")), ("b", Some("2"))], small,
-                &[("example.com/j-a", "1"), ("example.com/j-b", "2")], &[]),
-            ("a removal and an add of other keys", &[("example.com/j-a", "1")], &[("a", None), ("b", Some("2"))],
-                small, &[("example.com/j-b", "2")], &[]),
-            ("a later change of a key wins (set after remove)", &[("example.com/j-a", "1")],
-                &[("a", Some("3"))], small, &[("example.com/j-a", "3")], &[]),
+        let table: &[Row] = &[
+            (
+                "adds from many callers go in one write",
+                &[],
+                &[("a", Some("1")), ("b", Some("2"))],
+                small,
+                &[("example.com/j-a", "1"), ("example.com/j-b", "2")],
+                &[],
+            ),
+            (
+                "a removal and an add of other keys",
+                &[("example.com/j-a", "1")],
+                &[("a", None), ("b", Some("2"))],
+                small,
+                &[("example.com/j-b", "2")],
+                &[],
+            ),
+            (
+                "a later change of a key wins (set after remove)",
+                &[("example.com/j-a", "1")],
+                &[("a", Some("3"))],
+                small,
+                &[("example.com/j-a", "3")],
+                &[],
+            ),
             ("removing what is not there is nothing", &[], &[("a", None)], small, &[], &[]),
-            ("annotations of others are kept", &[("owner", "x")], &[("a", Some("1"))], small,
-                &[("example.com/j-a", "1"), ("owner", "x")], &[]),
-            ("an entry larger than an entry may be is refused", &[], &[("a", Some(&"v".repeat(30)))], small, &[],
-                &[("a", Refused::EntryTooBig { size: 45, limit: 40 })]),
-            ("a full journal refuses, what fits goes in", &[("owner", &"x".repeat(60))],
-                &[("a", Some("1")), ("b", Some(&"2".repeat(20)))], small,
-                &[("example.com/j-a", "1"), ("owner", &"x".repeat(60))], &[("b", Refused::Full)]),
-            ("removals make room first", &[("example.com/j-old", &"x".repeat(25)), ("owner", &"x".repeat(40))],
-                &[("b", Some(&"2".repeat(20))), ("old", None)], small,
-                &[("example.com/j-b", &"2".repeat(20)), ("owner", &"x".repeat(40))], &[]),
-            ("replacing an entry counts only the difference", &[("example.com/j-a", &"1".repeat(25)),
-                ("owner", &"x".repeat(55))], &[("a", Some(&"2".repeat(25)))], small,
-                &[("example.com/j-a", &"2".repeat(25)), ("owner", &"x".repeat(55))], &[]),
-            ("a key that makes no annotation name is refused", &[], &[("a/b", Some("1"))], small, &[],
-                &[("a/b", Refused::InvalidKey("example.com/j-a/b".into()))]),
+            (
+                "annotations of others are kept",
+                &[("owner", "x")],
+                &[("a", Some("1"))],
+                small,
+                &[("example.com/j-a", "1"), ("owner", "x")],
+                &[],
+            ),
+            (
+                "an entry larger than an entry may be is refused",
+                &[],
+                &[("a", Some(&"v".repeat(30)))],
+                small,
+                &[],
+                &[("a", Refused::EntryTooBig { size: 45, limit: 40 })],
+            ),
+            (
+                "a full journal refuses, what fits goes in",
+                &[("owner", &"x".repeat(60))],
+                &[("a", Some("1")), ("b", Some(&"2".repeat(20)))],
+                small,
+                &[("example.com/j-a", "1"), ("owner", &"x".repeat(60))],
+                &[("b", Refused::Full)],
+            ),
+            (
+                "removals make room first",
+                &[("example.com/j-old", &"x".repeat(25)), ("owner", &"x".repeat(40))],
+                &[("b", Some(&"2".repeat(20))), ("old", None)],
+                small,
+                &[("example.com/j-b", &"2".repeat(20)), ("owner", &"x".repeat(40))],
+                &[],
+            ),
+            (
+                "replacing an entry counts only the difference",
+                &[("example.com/j-a", &"1".repeat(25)), ("owner", &"x".repeat(55))],
+                &[("a", Some(&"2".repeat(25)))],
+                small,
+                &[("example.com/j-a", &"2".repeat(25)), ("owner", &"x".repeat(55))],
+                &[],
+            ),
+            (
+                "a key that makes no annotation name is refused",
+                &[],
+                &[("a/b", Some("1"))],
+                small,
+                &[],
+                &[("a/b", Refused::InvalidKey("example.com/j-a/b".into()))],
+            ),
         ];
         for (rule, current, list, bounds, want, refused) in table {
             let changes = changes(list);
@@ -195,7 +258,10 @@ mod tests {
             let want_refused: BTreeMap<String, Refused> =
                 refused.iter().map(|(k, r)| (k.to_string(), r.clone())).collect();
             assert_eq!(merged.refused, want_refused, "{rule}");
-            assert!(annotations_size(&merged.annotations) <= bounds.total.max(annotations_size(&map(current))), "{rule}");
+            assert!(
+                annotations_size(&merged.annotations) <= bounds.total.max(annotations_size(&map(current))),
+                "{rule}"
+            );
             let taken = taken(&changes, &merged);
             for key in taken {
                 assert!(merged.annotations.contains_key(&format!("{P}{key}")), "{rule}: {key} taken but not written");

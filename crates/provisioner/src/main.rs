@@ -9,7 +9,9 @@ use provisioner::controller::capacity_owner::lookup_owner;
 use provisioner::controller::{self, Controller, Options, ProvisioningMetrics};
 use provisioner::flags::{Args, removed_flag};
 use provisioner::translate::capacity::{Publisher, managed_by};
-use provisioner::translate::in_flight_entry::{JOURNAL_ENTRY_PREFIX, JOURNAL_REMOVAL_DELAY, journal_name};
+use provisioner::translate::in_flight_entry::{
+    JOURNAL_ENTRY_PREFIX, JOURNAL_LINGER, JOURNAL_REMOVAL_DELAY, journal_name,
+};
 use provisioner::translate::provisioner::provisioner_identity;
 use sidecar_runtime::journal::{Bounds, JournalOptions};
 use sidecar_runtime::kube_client::{self, KubeClientOptions};
@@ -63,6 +65,7 @@ async fn main() -> anyhow::Result<()> {
         prefix: JOURNAL_ENTRY_PREFIX.to_string(),
         bounds: Bounds::default(),
         removal_delay: JOURNAL_REMOVAL_DELAY,
+        linger: JOURNAL_LINGER,
     };
     tracing::info!(namespace = %journal.namespace, name = %journal.name, "in-flight journal");
     let options = Options {

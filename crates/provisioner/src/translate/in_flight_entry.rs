@@ -28,6 +28,10 @@ pub const JOURNAL_ENTRY_PREFIX: &str = "provisioner.storage.kubernetes.io/in-fli
 /// stale entry only makes recovery check that the PV exists, so removals are grouped rather than hurried.
 pub const JOURNAL_REMOVAL_DELAY: Duration = Duration::from_secs(3);
 
+/// How long the first claim of a group waits for others before the journal write (a fraction of the time a
+/// rate-limited write waits for its token at upstream's default 5 requests/s anyway).
+pub const JOURNAL_LINGER: Duration = Duration::from_millis(100);
+
 /// The longest Kubernetes object name.
 const MAX_NAME: usize = 253;
 

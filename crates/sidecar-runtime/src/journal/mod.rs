@@ -4,8 +4,9 @@
 //! Writes are grouped: callers [`Journal::put`] an entry and wait; one writer task folds every entry pending at that
 //! moment into a single guarded update of the Lease (on Conflict it reads the Lease again and folds once more) and
 //! then answers them all, so a hundred calls starting together cost one or two writes. Removals are not urgent (a
-//! stale entry costs its owner a check, not a mistake): they ride along with the next write, or go after
-//! [`JournalOptions::removal_delay`] at the latest.
+//! stale entry costs its owner a check, not a mistake): they ride along with the next write, or go together once no
+//! caller has written for [`JournalOptions::removal_delay`] (and at the latest [`REMOVAL_MAX_WAIT`] times that after
+//! the oldest of them).
 //!
 //! The journal never holds more than [`merge::Bounds`] allows; an entry it cannot take (too big, journal full, the
 //! Lease not readable or writable) is answered with [`Refused`], and the caller protects its work another way.
@@ -36,12 +37,17 @@ pub struct JournalOptions {
     /// Every entry is the annotation `prefix` + key.
     pub prefix: String,
     pub bounds: Bounds,
-    /// The longest a removal waits for a write to ride along with.
+    /// How long the journal must be quiet before pending removals are written on their own.
     pub removal_delay: Duration,
+    /// How long the writer waits after the first of a group of entries for others to join it: claims created one
+    /// after another arrive a few milliseconds apart, and each write costs a token of the rate limit.
+    pub linger: Duration,
 }
 
 /// How often the writer tries to read the Lease until it can (and how long puts are refused meanwhile).
 const LOAD_RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(300));
+/// The longest removals wait, in multiples of [`JournalOptions::removal_delay`], however busy the journal is.
+pub const REMOVAL_MAX_WAIT: u32 = 10;
 /// Tries at one write that keeps meeting Conflicts before its puts are refused.
 const WRITE_ATTEMPTS: usize = 5;
 
@@ -148,8 +154,13 @@ impl Writer {
         self.load().await;
         let mut changes = Changes::default();
         let mut waiting: Vec<(String, oneshot::Sender<Result<(), Refused>>)> = Vec::new();
-        let mut removal_due: Option<Instant> = None;
+        // The oldest removal not written yet, and the last message: together they say when removals are due.
+        let mut oldest_removal: Option<Instant> = None;
+        let mut last_message = Instant::now();
         loop {
+            let delay = self.options().removal_delay;
+            let removal_due =
+                oldest_removal.map(|oldest| (last_message + delay).min(oldest + delay * REMOVAL_MAX_WAIT));
             let message = match removal_due {
                 Some(due) => tokio::select! {
                     message = self.receiver.recv() => message,
@@ -161,10 +172,14 @@ impl Writer {
                 },
             };
             if let Some(message) = message {
-                take(message, &mut changes, &mut waiting, &mut removal_due, self.options().removal_delay);
+                last_message = Instant::now();
+                take(message, &mut changes, &mut waiting, &mut oldest_removal);
+                if changes.has_sets() {
+                    tokio::time::sleep(self.options().linger).await;
+                }
                 // Everything that arrived meanwhile goes into the same write.
                 while let Ok(message) = self.receiver.try_recv() {
-                    take(message, &mut changes, &mut waiting, &mut removal_due, self.options().removal_delay);
+                    take(message, &mut changes, &mut waiting, &mut oldest_removal);
                 }
             }
             let removals_due = removal_due.is_some_and(|due| Instant::now() >= due);
@@ -186,12 +201,13 @@ impl Writer {
             match outcome {
                 Ok(_) => {
                     changes = Changes::default();
-                    removal_due = None;
+                    oldest_removal = None;
                 }
                 Err(_) => {
                     // The refused values are their callers' business now; removals are tried again later.
                     changes.0.retain(|_, value| value.is_none());
-                    removal_due = (!changes.is_empty()).then(|| Instant::now() + self.options().removal_delay);
+                    last_message = Instant::now();
+                    oldest_removal = (!changes.is_empty()).then(Instant::now);
                 }
             }
         }
@@ -273,6 +289,11 @@ impl Writer {
             };
             match result {
                 Ok(stored) => {
+                    let (sets, removals) = changes
+                        .0
+                        .values()
+                        .fold((0, 0), |(s, r), v| (s + v.is_some() as usize, r + v.is_none() as usize));
+                    tracing::debug!(journal = %self.journal.path(), sets, removals, refused = merged.refused.len(), "journal written");
                     self.adopt(Some(stored), &Changes::default());
                     let mut view = self.journal.view();
                     for (key, value) in &changes.0 {
@@ -306,8 +327,7 @@ fn take(
     message: Message,
     changes: &mut Changes,
     waiting: &mut Vec<(String, oneshot::Sender<Result<(), Refused>>)>,
-    removal_due: &mut Option<Instant>,
-    removal_delay: Duration,
+    oldest_removal: &mut Option<Instant>,
 ) {
     match message {
         Message::Put { key, value, done } => {
@@ -316,7 +336,7 @@ fn take(
         }
         Message::Remove { key } => {
             changes.remove(&key);
-            removal_due.get_or_insert_with(|| Instant::now() + removal_delay);
+            oldest_removal.get_or_insert_with(Instant::now);
         }
     }
 }

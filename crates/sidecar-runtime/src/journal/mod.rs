@@ -13,6 +13,8 @@
 //! Leases are what upstream's roles let every sidecar write in its namespace, so the journal needs no new RBAC.
 
 pub mod merge;
+#[cfg(test)]
+mod writer_tests;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

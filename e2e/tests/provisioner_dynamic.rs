@@ -588,8 +588,8 @@ async fn provisioner_waits_the_slow_retry_after_an_infeasible_error() {
 
     world.claim("infeasible", &class, None, "ReadWriteOnce").await;
     world.event("infeasible", "ProvisioningFailed", "Retries will be delayed").await;
-    // The failed attempt wrote the claim twice (the provisioning finalizer, added and removed); those writes must
-    // not queue it again ahead of its delay. 7 s hold at most the first call and the one 5 s later.
+    // The failed attempt must not be repeated ahead of its delay (it writes no claim now: the in-flight journal
+    // records it; with the fallback finalizer, those claim writes must not queue it again either). 7 s hold at most the first call and the one 5 s later.
     tokio::time::sleep(Duration::from_secs(7)).await;
     let calls = create_volume_calls(port).await;
     assert!((1..=2).contains(&calls), "{calls} CreateVolume calls in 7 s despite the 5 s slow retry");

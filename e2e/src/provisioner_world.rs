@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::ByteString;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
     Event, Node, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, Secret, VolumeResourceRequirements,
 };
@@ -25,6 +26,8 @@ use crate::{Process, Rules, Sidecar, SidecarIdentity, binary, eventually, wait_f
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 pub const PROVISIONING_FINALIZER: &str = "provisioner.storage.kubernetes.io/provisioning-protection";
+/// The annotation prefix of the in-flight journal's entries; the claim's UID follows.
+pub const JOURNAL_ENTRY_PREFIX: &str = "provisioner.storage.kubernetes.io/in-flight-";
 pub const PV_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
 /// The hostpath plugin's topology key, and the node id the harness gives every plugin.
 pub const TOPOLOGY_KEY: &str = "topology.hostpath.csi/node";
@@ -74,15 +77,40 @@ impl ProvisionerWorld {
         args
     }
 
+    /// A provisioner in the world's namespace (`$POD_NAMESPACE`, as in a pod): its Leases, the in-flight journal
+    /// among them, go there, where its Role lets it write them.
     pub fn start_provisioner(&mut self, name: &str, extra: &[&str]) -> Process {
         let args = self.provisioner_args(extra);
-        self.scenario.start(name, &binary("csi-provisioner"), &args)
+        let ns = self.ns().to_string();
+        self.scenario.start_with_env(name, &binary("csi-provisioner"), &args, &[("POD_NAMESPACE", &ns)])
     }
 
     /// A provisioner running as `identity` instead of the world's.
     pub fn start_provisioner_as(&mut self, name: &str, identity: &SidecarIdentity, extra: &[&str]) -> Process {
         let args = self.provisioner_args_as(identity, extra);
-        self.scenario.start(name, &binary("csi-provisioner"), &args)
+        let ns = self.ns().to_string();
+        self.scenario.start_with_env(name, &binary("csi-provisioner"), &args, &[("POD_NAMESPACE", &ns)])
+    }
+
+    /// The in-flight journal's Lease name (README, "In-flight journal"): the leader-election Lease's, `-in-flight`.
+    pub fn journal_name(&self) -> String {
+        let lease: String =
+            self.driver.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
+        format!("{lease}-in-flight")
+    }
+
+    /// The in-flight journal's entries, by claim UID (empty when the Lease does not exist).
+    pub async fn journal(&self) -> BTreeMap<String, serde_json::Value> {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), self.ns());
+        let lease = leases.get_opt(&self.journal_name()).await.unwrap();
+        let annotations = lease.and_then(|l| l.metadata.annotations).unwrap_or_default();
+        annotations
+            .into_iter()
+            .filter_map(|(key, value)| {
+                let uid = key.strip_prefix(JOURNAL_ENTRY_PREFIX)?.to_string();
+                Some((uid, serde_json::from_str(&value).expect("a journal entry is JSON")))
+            })
+            .collect()
     }
 
     pub fn claims(&self) -> Api<PersistentVolumeClaim> {

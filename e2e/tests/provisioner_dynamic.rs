@@ -206,21 +206,23 @@ async fn provisioner_crash_between_create_volume_and_pv_leaks_nothing() {
     world.claim("doomed", &class, None, "ReadWriteOnce").await;
     eventually("the driver created the volume", TIMEOUT, || async { world.plugin_volumes().len() == 1 }).await;
     let claim = world.claims().get("doomed").await.unwrap();
-    assert!(has_finalizer(&claim.metadata, PROVISIONING_FINALIZER), "in-flight provisioning is recorded on the claim");
+    let uid = claim.metadata.uid.clone().unwrap();
+    let entry = world.journal().await.remove(&uid).expect("in-flight provisioning is recorded in the journal");
+    assert_eq!((entry["namespace"].as_str(), entry["name"].as_str()), (Some(world.ns()), Some("doomed")));
+    assert!(!has_finalizer(&claim.metadata, PROVISIONING_FINALIZER), "the journal, not a finalizer, protects it");
     assert!(claim.spec.unwrap().volume_name.is_none());
 
-    // Crash before the PV is written, then the user gives up on the claim.
+    // Crash before the PV is written, then the user gives up on the claim: nothing holds it back any more.
     provisioner.kill9();
     world.claims().delete("doomed", &DeleteParams::default()).await.unwrap();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let kept = world.claims().get_opt("doomed").await.unwrap();
-    assert!(kept.is_some(), "the finalizer keeps the claim");
+    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("doomed").await.unwrap().is_none() })
+        .await;
+    assert_eq!(world.plugin_volumes().len(), 1, "the volume waits for the restart");
 
     std::fs::write(&fault_path, "{}").unwrap();
     let _restarted = world.start_provisioner("csi-provisioner-restarted", &[]);
-    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("doomed").await.unwrap().is_none() })
-        .await;
     world.no_plugin_volumes_left().await;
+    eventually("the journal entry is gone", TIMEOUT, || async { world.journal().await.is_empty() }).await;
     let pvs = world.volumes().list(&ListParams::default()).await.unwrap();
     let leftover = pvs
         .items
@@ -501,6 +503,64 @@ async fn provisioner_killed_inside_create_volume_leaks_nothing() {
     eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("doomed").await.unwrap().is_none() })
         .await;
     world.no_plugin_volumes_left().await;
+    eventually("the journal entry is gone", TIMEOUT, || async { world.journal().await.is_empty() }).await;
+}
+
+#[tokio::test]
+async fn provisioner_killed_after_recording_the_volume_id_does_not_create_the_volume_again() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    let fault_path = faults.path().to_path_buf();
+    // First a kill inside CreateVolume (the answer comes 5 s late), with the claim deleted meanwhile.
+    std::fs::write(&fault_path, r#"{"CreateVolume": {"after_work": true, "latency_ms": 5000}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", fault_path.display());
+    let mut world = World::new("prov-recorded", &[fault_flag.as_str()]).await;
+    let class = world.class("recorded", &[], "Delete").await;
+    let mut first = world.start_provisioner("csi-provisioner", &[]);
+    world.claim("doomed", &class, None, "ReadWriteOnce").await;
+    eventually("the driver created the volume", TIMEOUT, || async { world.plugin_volumes().len() == 1 }).await;
+    first.kill9();
+    world.claims().delete("doomed", &DeleteParams::default()).await.unwrap();
+
+    // The second learns the volume id by CreateVolume and records it, then dies inside the slow DeleteVolume.
+    std::fs::write(&fault_path, r#"{"DeleteVolume": {"latency_ms": 30000}}"#).unwrap();
+    let mut second = world.start_provisioner("csi-provisioner-second", &[]);
+    let volume = world.plugin_volumes()[0].clone();
+    eventually("the volume id is recorded in the journal", TIMEOUT, || async {
+        world.journal().await.values().any(|entry| entry["volumeId"].as_str() == Some(volume.as_str()))
+    })
+    .await;
+    second.kill9();
+
+    // The third deletes the recorded volume without creating it again.
+    std::fs::write(&fault_path, "{}").unwrap();
+    let port = free_port();
+    let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
+    let _third = world.start_provisioner("csi-provisioner-third", &[endpoint.as_str()]);
+    world.no_plugin_volumes_left().await;
+    eventually("the journal entry is gone", TIMEOUT, || async { world.journal().await.is_empty() }).await;
+    assert_eq!(create_volume_calls(port).await, 0, "the recorded id spared a CreateVolume (issue #16)");
+}
+
+#[tokio::test]
+async fn provisioner_falls_back_to_the_finalizer_when_the_journal_cannot_be_written() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    // The answer comes late, so the claim is seen in flight.
+    std::fs::write(faults.path(), r#"{"CreateVolume": {"latency_ms": 3000}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = World::new("prov-fallback", &[fault_flag.as_str()]).await;
+    let class = world.class("fallback", &[], "Delete").await;
+    // Its Leases in a namespace where its Role grants nothing: the journal cannot be read or written.
+    let _provisioner = world.start_provisioner("csi-provisioner", &["--leader-election-namespace=default"]);
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    eventually("the claim carries the finalizer while in flight", TIMEOUT, || async {
+        has_finalizer(&world.claims().get("data").await.unwrap().metadata, PROVISIONING_FINALIZER)
+    })
+    .await;
+    world.bound("data").await;
+    eventually("the finalizer is released once Bound", TIMEOUT, || async {
+        !has_finalizer(&world.claims().get("data").await.unwrap().metadata, PROVISIONING_FINALIZER)
+    })
+    .await;
 }
 
 /// The number of CreateVolume calls the provisioner's metrics have seen.
@@ -528,8 +588,8 @@ async fn provisioner_waits_the_slow_retry_after_an_infeasible_error() {
 
     world.claim("infeasible", &class, None, "ReadWriteOnce").await;
     world.event("infeasible", "ProvisioningFailed", "Retries will be delayed").await;
-    // The failed attempt wrote the claim twice (the provisioning finalizer, added and removed); those writes must
-    // not queue it again ahead of its delay. 7 s hold at most the first call and the one 5 s later.
+    // The failed attempt must not be repeated ahead of its delay (it writes no claim now: the in-flight journal
+    // records it; with the fallback finalizer, those claim writes must not queue it again either). 7 s hold at most the first call and the one 5 s later.
     tokio::time::sleep(Duration::from_secs(7)).await;
     let calls = create_volume_calls(port).await;
     assert!((1..=2).contains(&calls), "{calls} CreateVolume calls in 7 s despite the 5 s slow retry");

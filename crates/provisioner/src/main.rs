@@ -9,9 +9,13 @@ use provisioner::controller::capacity_owner::lookup_owner;
 use provisioner::controller::{self, Controller, Options, ProvisioningMetrics};
 use provisioner::flags::{Args, removed_flag};
 use provisioner::translate::capacity::{Publisher, managed_by};
+use provisioner::translate::in_flight_entry::{
+    JOURNAL_ENTRY_PREFIX, JOURNAL_LINGER, JOURNAL_REMOVAL_DELAY, journal_name,
+};
 use provisioner::translate::provisioner::provisioner_identity;
+use sidecar_runtime::journal::{Bounds, JournalOptions};
 use sidecar_runtime::kube_client::{self, KubeClientOptions};
-use sidecar_runtime::leader_election::provisioner_lease_name;
+use sidecar_runtime::leader_election::{lease_namespace, provisioner_lease_name};
 use sidecar_runtime::{QueueMetrics, RetryPolicy, Sidecar};
 
 #[tokio::main]
@@ -55,10 +59,20 @@ async fn main() -> anyhow::Result<()> {
 
     let queue_metrics = QueueMetrics::register(sidecar.registry());
     let metrics = ProvisioningMetrics::register(sidecar.registry());
+    let journal = JournalOptions {
+        namespace: lease_namespace(&args.common),
+        name: journal_name(&provisioner_lease_name(&driver), node_name.as_deref()),
+        prefix: JOURNAL_ENTRY_PREFIX.to_string(),
+        bounds: Bounds::default(),
+        removal_delay: JOURNAL_REMOVAL_DELAY,
+        linger: JOURNAL_LINGER,
+    };
+    tracing::info!(namespace = %journal.namespace, name = %journal.name, "in-flight journal");
     let options = Options {
         workers: args.worker_threads,
         retry: RetryPolicy::from_args(&args.retry),
         snapshot_orphan_sweep_interval: args.snapshot_orphan_sweep_interval,
+        journal,
     };
     let events = sidecar.events(controller::event_component(&driver));
     let fixed_segment = provisioner.node_deployment.as_ref().map(|local| local.topology.clone());

@@ -12,9 +12,10 @@
 //! reproduced; the sidecars emit far fewer events than that guards against.
 //!
 //! As client-go's broadcaster, the recorder never makes its caller wait for the API server: events go into a queue
-//! of [`QUEUE_CAPACITY`] that one background task sends in order (through the same rate-limited client), so a
-//! worker's CSI calls and writes are not held up behind its events. When the queue is full, further events are
-//! dropped with a log line, as client-go drops them.
+//! of [`QUEUE_CAPACITY`] that one background task sends in order, so a worker's CSI calls and writes are not held up
+//! behind its events. [`crate::Sidecar::events`] gives the recorder a client on the work's rate limit at background
+//! priority: an event takes a token only while no work request waits for one. When the queue is full, further events
+//! are dropped with a log line, as client-go drops them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

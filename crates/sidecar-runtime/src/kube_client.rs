@@ -87,6 +87,19 @@ pub fn client_from_config(config: kube::Config, qps: f32, burst: u32) -> Result<
     Ok(builder.with_layer(&RateLimitLayer::new(qps, burst)).build())
 }
 
+/// Two clients on one rate limit: the work's, and one for background requests (events) that only takes a token
+/// while no work request waits for one (see [`crate::rate_limit`]).
+pub fn prioritized_clients_from_config(
+    config: kube::Config,
+    qps: f32,
+    burst: u32,
+) -> Result<(kube::Client, kube::Client), KubeClientError> {
+    let layer = RateLimitLayer::new(qps, burst);
+    let work = ClientBuilder::try_from(config.clone())?.with_layer(&layer).build();
+    let background = ClientBuilder::try_from(config)?.with_layer(&layer.background()).build();
+    Ok((work, background))
+}
+
 /// Whether the API server serves kind `K` at `K`'s group and version (API discovery, one request).
 pub async fn api_resource_exists<K: kube::Resource<DynamicType = ()>>(
     client: &kube::Client,

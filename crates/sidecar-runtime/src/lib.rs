@@ -14,6 +14,7 @@
 //! - [`snapshot_operations`]: the snapshot-controller's operation histogram, shared by its single and group loops.
 //! - [`update`]: guarded updates (the verb upstream's roles grant), and finalizers added and removed with them.
 //! - [`events`]: core/v1 Events as client-go records them.
+//! - [`journal`]: work in flight remembered in one Lease, written with group commit.
 //! - [`logging`]: tracing to stderr, text or JSON, verbosity from `-v`.
 //! - [`shutdown`] and [`run`]: SIGTERM handling, draining, leading while running.
 //! - [`Sidecar::connect_driver`]: the CSI driver connection every sidecar opens the same way.
@@ -24,6 +25,7 @@ mod driver;
 pub mod events;
 pub mod flags;
 pub mod http;
+pub mod journal;
 pub mod kube_client;
 pub mod leader_election;
 pub mod logging;

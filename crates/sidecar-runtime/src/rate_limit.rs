@@ -2,9 +2,15 @@
 //! bucket (`--kube-api-qps`, `--kube-api-burst`): up to `burst` requests at
 //! once, refilled at `qps` per second. kube-rs has no such limiter; this is a
 //! tower layer for `kube::client::ClientBuilder::with_layer`.
+//!
+//! Beyond client-go: a bucket serves two priorities. Clients made from
+//! [`RateLimitLayer::background`] (the event sender's) take a token only while
+//! no request of the work's client waits for one, so that events never delay a
+//! sidecar's own writes (upstream's events go through a client of their own).
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
@@ -42,11 +48,37 @@ impl TokenBucket {
     }
 }
 
+/// Which requests go first when both wait for a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// The sidecar's own reads and writes.
+    Work,
+    /// Requests nobody waits for (events): only when no work request waits.
+    Background,
+}
+
+/// One bucket and how many work requests wait for it.
+#[derive(Debug)]
+struct SharedBucket {
+    bucket: Mutex<TokenBucket>,
+    work_waiting: AtomicUsize,
+    /// How long a background request waits before looking again while work waits.
+    period: Duration,
+}
+
+impl SharedBucket {
+    fn take(&self) -> Result<(), Duration> {
+        self.bucket.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take(Instant::now())
+    }
+}
+
 /// Limits the wrapped service to `qps` requests per second with bursts of
-/// `burst`. All services made by one layer share one bucket.
+/// `burst`. All services made by one layer (and by its [`RateLimitLayer::background`]
+/// twin) share one bucket.
 #[derive(Debug, Clone)]
 pub struct RateLimitLayer {
-    bucket: Option<Arc<Mutex<TokenBucket>>>,
+    bucket: Option<Arc<SharedBucket>>,
+    priority: Priority,
 }
 
 impl RateLimitLayer {
@@ -54,8 +86,19 @@ impl RateLimitLayer {
     /// means no limit.
     pub fn new(qps: f32, burst: u32) -> RateLimitLayer {
         let qps = if qps == 0.0 { 5.0 } else { f64::from(qps) };
-        let bucket = (qps > 0.0).then(|| Arc::new(Mutex::new(TokenBucket::new(qps, burst, Instant::now()))));
-        RateLimitLayer { bucket }
+        let bucket = (qps > 0.0).then(|| {
+            Arc::new(SharedBucket {
+                bucket: Mutex::new(TokenBucket::new(qps, burst, Instant::now())),
+                work_waiting: AtomicUsize::new(0),
+                period: Duration::from_secs_f64(1.0 / qps),
+            })
+        });
+        RateLimitLayer { bucket, priority: Priority::Work }
+    }
+
+    /// A layer on the same bucket whose requests yield to this one's.
+    pub fn background(&self) -> RateLimitLayer {
+        RateLimitLayer { bucket: self.bucket.clone(), priority: Priority::Background }
     }
 
     pub fn is_unlimited(&self) -> bool {
@@ -67,18 +110,49 @@ impl<S> Layer<S> for RateLimitLayer {
     type Service = RateLimited<S>;
 
     fn layer(&self, inner: S) -> RateLimited<S> {
-        RateLimited { inner, bucket: self.bucket.clone(), waiting: None, holds_token: false }
+        RateLimited {
+            inner,
+            bucket: self.bucket.clone(),
+            priority: self.priority,
+            waiting: None,
+            holds_token: false,
+            counted_waiting: false,
+        }
     }
 }
 
 /// A service that waits for a token before it reports ready.
 pub struct RateLimited<S> {
     inner: S,
-    bucket: Option<Arc<Mutex<TokenBucket>>>,
+    bucket: Option<Arc<SharedBucket>>,
+    priority: Priority,
     waiting: Option<Pin<Box<Sleep>>>,
     /// A token was taken for the next call; it is not given back if the caller
     /// polls again before calling.
     holds_token: bool,
+    /// A work request waits, and the bucket counts it (background requests hold back meanwhile).
+    counted_waiting: bool,
+}
+
+impl<S> RateLimited<S> {
+    fn set_counted_waiting(&mut self, waiting: bool) {
+        if let Some(bucket) = &self.bucket
+            && self.counted_waiting != waiting
+        {
+            if waiting {
+                bucket.work_waiting.fetch_add(1, Ordering::SeqCst);
+            } else {
+                bucket.work_waiting.fetch_sub(1, Ordering::SeqCst);
+            }
+            self.counted_waiting = waiting;
+        }
+    }
+}
+
+impl<S> Drop for RateLimited<S> {
+    fn drop(&mut self) {
+        self.set_counted_waiting(false);
+    }
 }
 
 impl<S, R> Service<R> for RateLimited<S>
@@ -90,16 +164,28 @@ where
     type Future = S::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if let Some(bucket) = &self.bucket {
+        if let Some(bucket) = self.bucket.clone() {
             while !self.holds_token {
                 if let Some(waiting) = self.waiting.as_mut() {
                     ready!(waiting.as_mut().poll(cx));
                     self.waiting = None;
                 }
-                let taken = bucket.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take(Instant::now());
+                let work_waits = bucket.work_waiting.load(Ordering::SeqCst) > 0;
+                let taken = match self.priority {
+                    Priority::Background if work_waits => Err(bucket.period),
+                    _ => bucket.take(),
+                };
                 match taken {
-                    Ok(()) => self.holds_token = true,
-                    Err(wait) => self.waiting = Some(Box::pin(tokio::time::sleep(wait))),
+                    Ok(()) => {
+                        self.holds_token = true;
+                        self.set_counted_waiting(false);
+                    }
+                    Err(wait) => {
+                        if self.priority == Priority::Work {
+                            self.set_counted_waiting(true);
+                        }
+                        self.waiting = Some(Box::pin(tokio::time::sleep(wait)));
+                    }
                 }
             }
         }
@@ -159,5 +245,35 @@ mod tests {
         }
         let ms = |list: &[u64]| list.iter().map(|m| Duration::from_millis(*m)).collect::<Vec<_>>();
         assert_eq!(finished, ms(&[0, 0, 0, 500, 1000, 1500, 2000]));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn background_requests_wait_while_work_waits() {
+        let layer = RateLimitLayer::new(10.0, 1);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let run = |layer: &RateLimitLayer, name: &'static str, count: usize| {
+            let mut service = layer.layer(tower::service_fn(|r: &'static str| async move { Ok::<_, Infallible>(r) }));
+            let order = order.clone();
+            tokio::spawn(async move {
+                for _ in 0..count {
+                    service.ready().await.unwrap();
+                    let done: &'static str = service.call(name).await.unwrap();
+                    order.lock().unwrap().push((done, Instant::now()));
+                }
+            })
+        };
+        let start = Instant::now();
+        // Events queued first, work right after: once the first token is spent, every token goes to work.
+        let events = run(&layer.background(), "event", 2);
+        tokio::task::yield_now().await;
+        let work = run(&layer, "work", 3);
+        let (events, work) = tokio::join!(events, work);
+        events.unwrap();
+        work.unwrap();
+        let order: Vec<_> = order.lock().unwrap().iter().map(|(name, at)| (*name, (*at - start).as_millis())).collect();
+        let names: Vec<_> = order.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["event", "work", "work", "work", "event"], "{order:?}");
+        // Work still gets one token per 100 ms: the event waiting beside it costs it nothing.
+        assert_eq!(order[3].1, 300, "{order:?}");
     }
 }

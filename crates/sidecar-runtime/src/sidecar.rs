@@ -51,6 +51,8 @@ pub struct Sidecar {
     args: CommonArgs,
     kube_config: kube::Config,
     client: kube::Client,
+    /// The same rate limit as `client`, yielding to it: for events, which nobody waits for.
+    background_client: kube::Client,
     registry: Option<Registry>,
     leader_status: LeaderStatus,
     leader_identity: Option<String>,
@@ -68,11 +70,13 @@ impl Sidecar {
         let shutdown = Shutdown::on_signals();
         let options = KubeClientOptions::from_args(args);
         let kube_config = crate::kube_client::config(&options).await?;
-        let client = crate::kube_client::client_from_config(kube_config.clone(), options.qps, options.burst)?;
+        let (client, background_client) =
+            crate::kube_client::prioritized_clients_from_config(kube_config.clone(), options.qps, options.burst)?;
         Ok(Sidecar {
             args: args.clone(),
             kube_config,
             client,
+            background_client,
             registry: Some(Registry::default()),
             leader_status: LeaderStatus::new(),
             leader_identity: pod_name(),
@@ -100,8 +104,9 @@ impl Sidecar {
 
     /// An event recorder whose events come from `component` (upstream
     /// examples: `external-resizer <driver>`, `csi-snapshotter <driver>`).
+    /// Its requests share the client's rate limit but never make the work wait.
     pub fn events(&self, component: impl Into<String>) -> EventRecorder {
-        EventRecorder::new(self.client.clone(), component)
+        EventRecorder::new(self.background_client.clone(), component)
     }
 
     /// The metrics registry, for registering before [`Sidecar::serve_http`].

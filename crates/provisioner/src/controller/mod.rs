@@ -4,8 +4,9 @@
 //! - [`stores`]: kube-runtime reflectors, and which watch events queue which keys.
 //! - [`provision`]: the claim worker (keyed by claim UID): whether to provision, one attempt (CreateVolume and the
 //!   PV), and what a refusal means; [`prepare`] computes the request, [`claim_writes`] writes claims and PVs.
-//! - [`recover`]: volumes that must go: a claim deleted mid-call (the provisioning-protection finalizer) and a
-//!   volume that cannot be used.
+//! - [`in_flight`]: claims in flight recorded in the in-flight journal (or with the provisioning-protection
+//!   finalizer) before CreateVolume, and what their record asks for; [`recover`]: volumes that must go: a claim
+//!   deleted mid-call and a volume that cannot be used.
 //! - [`snapshot_source`]: restores from VolumeSnapshots, their source-protection finalizer and its orphan sweep.
 //! - [`delete`]: the volume worker (keyed by PV name): the reclaim-policy finalizer and DeleteVolume.
 //! - [`own_writes`]: which claim changes are our own finalizer writes, so they do not defeat a claim's backoff.
@@ -20,6 +21,7 @@ pub mod capacity;
 pub mod capacity_owner;
 mod claim_writes;
 mod delete;
+mod in_flight;
 pub mod metrics;
 mod migration;
 mod own_writes;
@@ -37,6 +39,7 @@ use std::time::Duration;
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Resource;
+use sidecar_runtime::journal::{Journal, JournalOptions};
 use sidecar_runtime::update::Updated;
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
@@ -59,7 +62,7 @@ pub struct ClaimKey {
 }
 
 /// How the controller works, from the flags.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// `--worker-threads`, for claims and again for volumes.
     pub workers: usize,
@@ -67,6 +70,8 @@ pub struct Options {
     pub retry: RetryPolicy,
     /// `--snapshot-orphan-sweep-interval` (zero: no sweep).
     pub snapshot_orphan_sweep_interval: Duration,
+    /// Where claims in flight are recorded (see [`in_flight`]).
+    pub journal: JournalOptions,
 }
 
 /// The provisioner's controllers. Cheap to clone.
@@ -98,6 +103,8 @@ struct Shared {
     metrics: ProvisioningMetrics,
     /// `--enable-capacity`: the publisher, nudged after provisioning and deleting.
     capacity: Option<Arc<Capacity>>,
+    /// Claims in flight, by UID (see [`in_flight`]).
+    journal: Journal,
 }
 
 impl Controller {
@@ -118,10 +125,11 @@ impl Controller {
             csi,
             provisioner,
             events,
-            options,
-            stores,
+            journal: Journal::new(options.journal.clone()),
             claims: WorkQueue::with_optional_metrics("claims", options.retry, queue_metrics),
             volumes: WorkQueue::with_optional_metrics("volumes", options.retry, queue_metrics),
+            options,
+            stores,
             pins: Mutex::default(),
             own_writes: Mutex::default(),
             ownership_attempts: Mutex::default(),
@@ -155,36 +163,47 @@ impl Controller {
             });
         }
         let watches = stores::watches(&shared, self.feeds);
-        watches
-            .serve(&stop, || async {
-                tracing::info!(driver = %shared.provisioner.driver_name, "caches filled, provisioning");
-                // Everything the caches hold now is queued once, as an informer's initial adds are.
-                shared.queue_everything();
-                let workers = shared.options.workers;
-                let claims = shared.claims.run(workers, stop.clone(), {
+        // The journal's writer outlives the workers: those still draining after `stop` may record claims.
+        let journal_stop = CancellationToken::new();
+        let journal = shared.journal.run(shared.client.clone(), journal_stop.clone());
+        let work = watches.serve(&stop, || async {
+            tracing::info!(driver = %shared.provisioner.driver_name, "caches filled, provisioning");
+            // Everything the caches hold now is queued once, as an informer's initial adds are.
+            shared.queue_everything();
+            let workers = shared.options.workers;
+            let claims = shared.claims.run(workers, stop.clone(), {
+                let shared = shared.clone();
+                move |key| {
                     let shared = shared.clone();
-                    move |key| {
-                        let shared = shared.clone();
-                        async move { shared.sync_claim(&key).await }
-                    }
-                });
-                let volumes = shared.volumes.run(workers, stop.clone(), {
+                    async move { shared.sync_claim(&key).await }
+                }
+            });
+            let volumes = shared.volumes.run(workers, stop.clone(), {
+                let shared = shared.clone();
+                move |name| {
                     let shared = shared.clone();
-                    move |name| {
-                        let shared = shared.clone();
-                        async move { shared.sync_volume(&name).await }
-                    }
-                });
-                let sweep =
-                    shared.sweep_snapshot_protection(shared.options.snapshot_orphan_sweep_interval, stop.clone());
-                let capacity = async {
-                    if let Some(capacity) = shared.capacity.clone() {
-                        capacity.run(shared.clone(), stop.clone()).await;
-                    }
-                };
-                tokio::join!(claims, volumes, sweep, capacity);
-            })
-            .await;
+                    async move { shared.sync_volume(&name).await }
+                }
+            });
+            let sweep = shared.sweep_snapshot_protection(shared.options.snapshot_orphan_sweep_interval, stop.clone());
+            let capacity = async {
+                if let Some(capacity) = shared.capacity.clone() {
+                    capacity.run(shared.clone(), stop.clone()).await;
+                }
+            };
+            let entries = async {
+                tokio::select! {
+                    _ = shared.queue_journal_entries() => {}
+                    _ = stop.cancelled() => {}
+                }
+            };
+            tokio::join!(claims, volumes, sweep, capacity, entries);
+        });
+        let work = async {
+            work.await;
+            journal_stop.cancel();
+        };
+        tokio::join!(journal, work);
     }
 }
 

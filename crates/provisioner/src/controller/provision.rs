@@ -8,12 +8,12 @@ use sidecar_runtime::Outcome;
 
 use super::prepare::Prepared;
 use super::{ClaimKey, Shared};
-use crate::translate::api_errors::claim_gone;
 use crate::translate::claim_filter::{ClaimDecision, claim_class_name, claim_decision, library_volume_name};
 use crate::translate::clone_source::{clone_protection_releasable, has_clone_protection};
 use crate::translate::create_volume::volume_name;
-use crate::translate::in_flight::{InFlight, driver_is_done, has_provisioning_finalizer, in_flight};
-use crate::translate::names::{FINALIZER_CLONE_PROTECTION, FINALIZER_PROVISIONING_PROTECTION};
+use crate::translate::in_flight::{InFlight, driver_is_done, in_flight};
+use crate::translate::in_flight_entry::in_flight_entry;
+use crate::translate::names::FINALIZER_CLONE_PROTECTION;
 use crate::translate::node_deployment::{NodeCheck, node_check, tends_in_flight_volume};
 use crate::translate::persistent_volume::persistent_volume;
 use crate::translate::refusal::{
@@ -37,11 +37,16 @@ pub(super) fn claim_path(claim: &PersistentVolumeClaim) -> String {
 
 impl Shared {
     pub(super) async fn sync_claim(&self, key: &ClaimKey) -> Outcome {
+        let p = &self.provisioner;
+        let own_volume = volume_name(&p.volume_name_prefix, &key.uid, p.volume_name_uuid_length).ok();
+        let volume_exists = own_volume.as_deref().is_some_and(|name| self.stores.volume(name).is_some());
         let Some(claim) = self.stores.claim(key) else {
+            if let Some(outcome) = self.sync_journal_entry(key, None, volume_exists).await {
+                return outcome;
+            }
             self.forget_pin(&key.uid);
             return Outcome::Done;
         };
-        let p = &self.provisioner;
         if has_clone_protection(&claim) {
             let claims = self.stores.claims.state();
             if clone_protection_releasable(&claim, claims.iter().map(|c| &**c))
@@ -51,12 +56,18 @@ impl Shared {
                 return Outcome::Retry;
             }
         }
-        let own_volume = volume_name(&p.volume_name_prefix, &key.uid, p.volume_name_uuid_length).ok();
-        let volume_exists = own_volume.as_deref().is_some_and(|name| self.stores.volume(name).is_some());
+        if let Some(outcome) = self.sync_journal_entry(key, Some(&claim), volume_exists).await {
+            return outcome;
+        }
         let in_flight_here = tends_in_flight_volume(&claim, p);
         match in_flight(&claim, p, volume_exists) {
             InFlight::Release if in_flight_here => return self.release_claim(&claim).await,
-            InFlight::Recover if in_flight_here => return self.recover(&claim).await,
+            InFlight::Recover if in_flight_here => {
+                // Protected by the finalizer, not the journal: the entry is the claim itself, every annotation kept.
+                let mut entry = in_flight_entry(&claim, &StorageClass::default());
+                entry.annotations = claim.metadata.annotations.clone().unwrap_or_default();
+                return self.recover(entry, Some(&claim)).await;
+            }
             _ => {}
         }
         if claim.metadata.deletion_timestamp.is_some() {
@@ -129,7 +140,7 @@ impl Shared {
         }
     }
 
-    /// One attempt: the request, the finalizer, CreateVolume, the PV. Returns the PV name. `class` is in its CSI
+    /// One attempt: the request, the in-flight record, CreateVolume, the PV. Returns the PV name. `class` is in its CSI
     /// form; `migrated` says whether it was an in-tree class (then the PV is written in the in-tree form).
     pub(super) async fn try_provision(
         &self,
@@ -142,14 +153,7 @@ impl Shared {
             self.prepare(claim, class, node).await?;
 
         // Beyond upstream: recorded in the API before the call, so a crash cannot lose the volume.
-        let protected = if has_provisioning_finalizer(claim) {
-            claim.clone()
-        } else {
-            self.add_finalizer(claim, FINALIZER_PROVISIONING_PROTECTION)
-                .await
-                .map_err(|e| Refusal::no_change(api_error_text(&e)))?
-                .ok_or_else(|| claim_gone(namespace_of(claim), name_of(claim)))?
-        };
+        let protection = self.protect(claim, class).await?;
         if let Some(source) = &clone_source {
             self.protect_clone_source(source).await?;
         }
@@ -162,7 +166,7 @@ impl Shared {
             Err(err) => {
                 let refusal = create_volume_failure(&err, may_reschedule);
                 if driver_is_done(refusal.state) {
-                    self.remove_claim_finalizer_logged(&protected).await;
+                    self.unprotect(&protection).await;
                 }
                 return Err(refusal);
             }
@@ -187,8 +191,7 @@ impl Shared {
             }
         };
         self.save_volume(&pv).await?;
-        // The PV exists: the finalizer has done its job. It comes off in the claim's next sync once the PV binder has
-        // bound the claim ([`crate::translate::in_flight`]), so that the two do not write the claim at once.
+        self.volume_saved(&protection);
         if let Some(source) = &snapshot_source {
             self.release_snapshot(claim, source).await;
         }

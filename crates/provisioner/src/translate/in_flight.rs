@@ -1,9 +1,11 @@
 //! Provisioning that must survive a crash (beyond upstream; external-provisioner #486).
 //!
 //! Upstream remembers a CreateVolume whose outcome is unknown only in memory: if the provisioner restarts while the
-//! driver works and the claim is deleted meanwhile, the volume leaks. Here the claim carries
-//! [`FINALIZER_PROVISIONING_PROTECTION`] from just before CreateVolume until either its PV exists or the driver has
-//! said the volume does not exist (or deleted it). A claim deleted while it carries the finalizer stays in the API
+//! driver works and the claim is deleted meanwhile, the volume leaks. Here the claim is first recorded in the
+//! in-flight journal ([`super::in_flight_entry`]); when the journal cannot take it (full, or its Lease not
+//! writable), and on claims an older version protected, the claim carries [`FINALIZER_PROVISIONING_PROTECTION`]
+//! from just before CreateVolume until either its PV exists or the driver has said the volume does not exist (or
+//! deleted it). A claim deleted while it carries the finalizer stays in the API
 //! until the provisioner has repeated CreateVolume with the same name (CSI calls are idempotent by name), learned
 //! the volume id and deleted the volume.
 

@@ -9,8 +9,9 @@
 //! 4. [`create_volume::create_volume_request`], CreateVolume, and on failure [`refusal::create_volume_failure`].
 //! 5. [`persistent_volume::persistent_volume`] for the answer.
 //!
-//! Around it, [`in_flight`] says what the provisioning-protection finalizer asks for (beyond upstream: no volume is
-//! leaked when the claim goes away mid-call), and [`deletion`] decides what happens to a PersistentVolume.
+//! Around it, [`in_flight_entry`] says what the in-flight journal remembers of a claim during CreateVolume and what
+//! recovery does with each entry, and [`in_flight`] what the provisioning-protection finalizer (the journal's
+//! fallback) asks for (beyond upstream: no volume is leaked when the claim goes away mid-call); [`deletion`] decides what happens to a PersistentVolume.
 //! [`node_deployment`] adds the rules of `--node-deployment`: which node's claims and volumes are this instance's.
 
 pub mod access_modes;
@@ -22,6 +23,7 @@ pub mod create_volume;
 pub mod data_source;
 pub mod deletion;
 pub mod in_flight;
+pub mod in_flight_entry;
 pub mod names;
 pub mod node_deployment;
 pub mod parameters;

@@ -65,11 +65,7 @@ impl LeaderElectionConfig {
     /// name and hostname identity sanitised, namespace from the flag, else
     /// `$POD_NAMESPACE`, else the service account's namespace, else `default`.
     pub fn from_args(args: &CommonArgs, lock_name: &str) -> Result<LeaderElectionConfig, ConfigError> {
-        let namespace = resolve_namespace(
-            args.leader_election_namespace.as_deref(),
-            std::env::var("POD_NAMESPACE").ok(),
-            Path::new(SERVICE_ACCOUNT_NAMESPACE),
-        );
+        let namespace = lease_namespace(args);
         let config = LeaderElectionConfig {
             namespace,
             lock_name: sanitize_name(lock_name),
@@ -106,6 +102,15 @@ impl LeaderElectionConfig {
 
 /// client-go's jitter factor for acquire retries; also bounds the renew deadline.
 const JITTER_FACTOR: f64 = 1.2;
+
+/// The namespace of the sidecar's Leases (the leader-election one, and others beside it): see [`resolve_namespace`].
+pub fn lease_namespace(args: &CommonArgs) -> String {
+    resolve_namespace(
+        args.leader_election_namespace.as_deref(),
+        std::env::var("POD_NAMESPACE").ok(),
+        Path::new(SERVICE_ACCOUNT_NAMESPACE),
+    )
+}
 
 /// csi-lib-utils' namespace order: flag, `$POD_NAMESPACE`, service-account file, `default`.
 pub fn resolve_namespace(flag: Option<&str>, pod_namespace: Option<String>, service_account_file: &Path) -> String {

@@ -113,3 +113,14 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+// external-snapshotter's own go.mod pins the Kubernetes libraries with replace lines, which do not apply to a
+// module that requires it; without the same pins MVS mixes k8s.io/apimachinery v0.37 with k8s.io/apiserver v0.36
+// and the build fails. Its `client/v8 => ./client` becomes the published client of the same release.
+replace (
+	github.com/kubernetes-csi/external-snapshotter/client/v8 => github.com/kubernetes-csi/external-snapshotter/client/v8 v8.6.0
+	k8s.io/api => k8s.io/api v0.36.1
+	k8s.io/apimachinery => k8s.io/apimachinery v0.36.1
+	k8s.io/client-go => k8s.io/client-go v0.36.1
+	k8s.io/streaming => k8s.io/streaming v0.36.1
+)

@@ -4,11 +4,12 @@
 #   make lint    rustfmt and clippy (warnings are errors), and the dependency audit (cargo-deny)
 #   make image   the sidecar images as an OCI archive in target/image (no container daemon), then its test
 #   make demo    the examples story by story on a local control plane (KEEP=1 leaves it running)
+#   make bench   ours against upstream's sidecars side by side (README, "Benchmarks"); not part of make test
 
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
 
-.PHONY: build test unit sanity e2e e2e-tests lint tools cluster-up cluster-down clean image demo
+.PHONY: build test unit sanity e2e e2e-tests lint tools bench cluster-up cluster-down clean image demo
 
 build:
 	$(CARGO) build --release --workspace --bins
@@ -39,6 +40,20 @@ e2e-tests:
 # Go-built test tools (etcd, kube-apiserver, kube-controller-manager, csi-sanity, helm), cached.
 tools:
 	bash e2e/tools.sh build
+
+# Upstream's Go sidecars the bench runs beside ours (e2e/tools.sh builds them from the Go module proxy).
+BENCH_TOOLS := upstream-csi-provisioner upstream-csi-resizer
+# The PV binder of kube-controller-manager must not be what the bench measures (its default is 20 requests/s).
+BENCH_KCM_ARGS := --kube-api-qps=1000 --kube-api-burst=2000
+
+# Release binaries against a fresh control plane whose controller manager has raised limits; the cluster is
+# stopped afterwards. Sizes and rounds: BENCH_* variables (README, "Benchmarks"). Writes target/bench/.
+bench: tools
+	bash e2e/tools.sh build $(BENCH_TOOLS)
+	$(CARGO) build --release --workspace --bins
+	bash e2e/cluster.sh down
+	CLUSTER_KCM_EXTRA_ARGS="$(BENCH_KCM_ARGS)" bash e2e/cluster.sh up
+	status=0; E2E_PROFILE=release $(CURDIR)/target/release/csi-bench || status=$$?; bash e2e/cluster.sh down; exit $$status
 
 cluster-up:
 	bash e2e/cluster.sh up

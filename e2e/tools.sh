@@ -9,6 +9,8 @@
 #   e2e/tools.sh ldflags NAME      print the -ldflags used for NAME
 #
 # Names: etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm
+#        upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
+#        (upstream's Go sidecars, built only for `make bench`: `build` alone builds them too)
 #
 # Cache: ${CSI_SIDECARS_CACHE:-$HOME/.cache/csi-sidecars}/bin/<module>-<hash>/NAME, where <hash> covers the
 # wrapper module's go.mod, go.sum, the Go version and the build flags, so a fresh clone on the same machine
@@ -19,6 +21,8 @@ E2E_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 GO_DIR="$E2E_DIR/go"
 CACHE_ROOT="${CSI_SIDECARS_CACHE:-${HOME:-/root}/.cache/csi-sidecars}"
 ALL_NAMES=(etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm)
+# Upstream's sidecars, only for `make bench` (side by side with ours); not part of `build` without names.
+BENCH_NAMES=(upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller)
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 die() { printf '[tools] error: %s\n' "$*" >&2; exit 1; }
@@ -35,7 +39,10 @@ module_of() {
 	kube-apiserver | kube-controller-manager | kubectl) echo k8s ;;
 	csi-sanity) echo tools/csi-sanity ;;
 	helm) echo tools/helm ;;
-	*) die "unknown tool '$1' (known: ${ALL_NAMES[*]})" ;;
+	upstream-csi-provisioner) echo tools/external-provisioner ;;
+	upstream-csi-resizer) echo tools/external-resizer ;;
+	upstream-csi-snapshotter | upstream-snapshot-controller) echo tools/external-snapshotter ;;
+	*) die "unknown tool '$1' (known: ${ALL_NAMES[*]} ${BENCH_NAMES[*]})" ;;
 	esac
 }
 
@@ -46,6 +53,10 @@ package_of() {
 	kube-apiserver | kube-controller-manager | kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
 	csi-sanity) echo github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity ;;
 	helm) echo helm.sh/helm/v3/cmd/helm ;;
+	upstream-csi-provisioner) echo github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner ;;
+	upstream-csi-resizer) echo github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer ;;
+	upstream-csi-snapshotter) echo github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter ;;
+	upstream-snapshot-controller) echo github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller ;;
 	esac
 }
 
@@ -86,6 +97,11 @@ ldflags_of() {
 			"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
 		;;
 	etcd) echo "" ;; # etcd's version is a constant in its api module
+	upstream-csi-provisioner) echo "-X main.version=$(mod_version tools/external-provisioner github.com/kubernetes-csi/external-provisioner/v6)" ;;
+	upstream-csi-resizer) echo "-X main.version=$(mod_version tools/external-resizer github.com/kubernetes-csi/external-resizer/v2)" ;;
+	upstream-csi-snapshotter | upstream-snapshot-controller)
+		echo "-X main.version=$(mod_version tools/external-snapshotter github.com/kubernetes-csi/external-snapshotter/v8)"
+		;;
 	esac
 }
 
@@ -181,7 +197,7 @@ ldflags)
 	;;
 list)
 	require_go
-	for n in "${ALL_NAMES[@]}"; do
+	for n in "${ALL_NAMES[@]}" "${BENCH_NAMES[@]}"; do
 		d="$(bin_dir_of "$n")"
 		if [[ -x "$d/$n" ]]; then s=built; else s=missing; fi
 		printf '%-24s %-8s %s\n' "$n" "$s" "$d/$n"

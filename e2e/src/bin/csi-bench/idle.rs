@@ -1,0 +1,60 @@
+//! `idle` (csi-provisioner) and `idle_resizer`: a sidecar started among N Bound claims and PVs that need nothing;
+//! its time until its caches are filled (as its log says) and its peak RSS a few seconds later:
+//! what caching every claim and PV costs.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use csi_sidecars_e2e::bench::{ProcSample, Run};
+use csi_sidecars_e2e::resizer_world::ResizerWorld;
+use csi_sidecars_e2e::{Sidecar, SidecarIdentity};
+
+use crate::progress;
+use crate::sidecar::{self, Kind, Limits, Side};
+
+/// How long after its caches are filled the sidecar's memory is read (the first pass over every object is done).
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// The objects of one round, shared by every sidecar run of the round.
+pub struct IdleWorld {
+    world: ResizerWorld,
+    provisioner: SidecarIdentity,
+    pub objects: usize,
+}
+
+impl IdleWorld {
+    pub async fn new(objects: usize) -> anyhow::Result<IdleWorld> {
+        let mut world = ResizerWorld::new("bench-idle", &[]).await;
+        let started = Instant::now();
+        crate::expand::bound_claims(&mut world, objects, false).await?;
+        progress(&format!("  {objects} Bound claims and PVs made in {:.1} s", started.elapsed().as_secs_f64()));
+        let provisioner =
+            SidecarIdentity::create(&world.client, world.ns(), Sidecar::Provisioner, world.scenario.dir()).await;
+        Ok(IdleWorld { world, provisioner, objects })
+    }
+
+    /// One sidecar of `kind` for `side` at `limits`, started and measured.
+    pub async fn run(&mut self, kind: Kind, side: Side, limits: &Limits) -> anyhow::Result<Run> {
+        let identity = match kind {
+            Kind::Provisioner => &self.provisioner,
+            Kind::Resizer => &self.world.identity,
+        };
+        let flag = identity.kubeconfig_flag();
+        let args = sidecar::args(kind, limits, &self.world.socket, flag);
+        let binary = sidecar::binary_of(side, kind)?;
+        let started = Instant::now();
+        let mut process = self.world.scenario.start(&format!("{}-{}", side.name(), limits.name), &binary, &args);
+        let ready = sidecar::ready(&process, side, started).await?;
+        tokio::time::sleep(SETTLE).await;
+        let sample = ProcSample::of(process.pid());
+        process.terminate();
+        progress(&format!("  ready after {:.2} s", ready.as_secs_f64()));
+        Ok(Run {
+            objects: self.objects,
+            seconds: ready.as_secs_f64(),
+            peak_rss_kib: sample.map(|s| s.peak_rss_kib),
+            details: BTreeMap::from([("ready_s".to_string(), ready.as_secs_f64())]),
+            ..Default::default()
+        })
+    }
+}

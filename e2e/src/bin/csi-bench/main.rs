@@ -1,0 +1,213 @@
+//! `make bench`: our sidecars against upstream's Go binaries of the same sidecars, side by side on the e2e control
+//! plane with the hostpath plugin, alternating ours/upstream, at upstream's default client limits and at raised
+//! ones, each scenario beside its ceiling (a bare client doing the same API work under the same limits).
+//! Writes target/bench/results.json, results.md (the table) and chart.svg. Sizes and rounds: see `Config`.
+
+mod expand;
+mod idle;
+mod limiter;
+mod provision;
+mod sidecar;
+mod tracker;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use anyhow::Context;
+use csi_sidecars_e2e::bench::results::BARE;
+use csi_sidecars_e2e::bench::{Results, Run, Summary, chart, proc_sample, table};
+use csi_sidecars_e2e::{Cluster, repo_root};
+
+use crate::sidecar::{Kind, Limits, Side};
+
+/// A number from the environment, or `default`.
+pub fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+static START: OnceLock<Instant> = OnceLock::new();
+
+/// One progress line, stamped with the time since the bench started.
+pub fn progress(line: &str) {
+    let elapsed = START.get_or_init(Instant::now).elapsed().as_secs();
+    eprintln!("[bench {:>2}:{:02}] {line}", elapsed / 60, elapsed % 60);
+}
+
+pub fn ticks() -> u64 {
+    static TICKS: OnceLock<u64> = OnceLock::new();
+    *TICKS.get_or_init(proc_sample::ticks_per_second)
+}
+
+/// Audit-log counts as `"verb resource"` keys.
+pub fn counts_by_kind(counts: &BTreeMap<(String, String), usize>) -> BTreeMap<String, usize> {
+    counts.iter().map(|((verb, resource), n)| (format!("{verb} {resource}"), *n)).collect()
+}
+
+/// Sizes (objects per round) and rounds, from BENCH_* variables; at upstream's default limits (5 requests/s) a
+/// round takes about a second per claim per side, so those rounds are smaller.
+struct Config {
+    scenarios: Vec<String>,
+    rounds: usize,
+    provision: (usize, usize),
+    expand: (usize, usize),
+    idle: usize,
+}
+
+impl Config {
+    fn from_env() -> Config {
+        let scenarios = std::env::var("BENCH_SCENARIOS").unwrap_or_else(|_| "provision,expand,idle".to_string());
+        Config {
+            scenarios: scenarios.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            rounds: env_number("BENCH_ROUNDS", 2),
+            provision: (
+                env_number("BENCH_PROVISION_CLAIMS_AT_DEFAULT_LIMITS", 100),
+                env_number("BENCH_PROVISION_CLAIMS", 300),
+            ),
+            expand: (env_number("BENCH_EXPAND_CLAIMS_AT_DEFAULT_LIMITS", 50), env_number("BENCH_EXPAND_CLAIMS", 200)),
+            idle: env_number("BENCH_IDLE_OBJECTS", 2000),
+        }
+    }
+
+    fn size(pair: (usize, usize), limits: &Limits) -> usize {
+        if limits.name == Limits::DEFAULT.name { pair.0 } else { pair.1 }
+    }
+}
+
+/// Every run so far, by (scenario, side, limits).
+#[derive(Default)]
+struct Runs(BTreeMap<(String, String, String), Vec<Run>>);
+
+impl Runs {
+    fn record(&mut self, scenario: &str, side: &str, limits: &Limits, run: anyhow::Result<Run>) {
+        match run {
+            Ok(run) => {
+                progress(&format!(
+                    "{scenario} {side} {}: {:.2}/s, {} objects in {:.1} s",
+                    limits.name,
+                    run.objects as f64 / run.seconds.max(1e-9),
+                    run.objects,
+                    run.seconds
+                ));
+                self.0.entry((scenario.into(), side.into(), limits.name.into())).or_default().push(run);
+            }
+            Err(err) => progress(&format!("{scenario} {side} {}: FAILED: {err:#}", limits.name)),
+        }
+    }
+
+    fn results(&self) -> Results {
+        let mut results = Results::default();
+        results.ceilings.insert("provision".into(), "ceiling".into());
+        results.ceilings.insert("expand".into(), "expand_ceiling".into());
+        for ((scenario, side, limits), runs) in &self.0 {
+            results.insert(scenario, side, limits, Summary::of(runs));
+        }
+        results.relate_to_ceilings();
+        results
+    }
+}
+
+fn out_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
+    target.join("bench")
+}
+
+fn write(results: &Results) -> anyhow::Result<()> {
+    let dir = out_dir();
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&results.to_json())? + "\n")?;
+    std::fs::write(dir.join("results.md"), table::markdown(results) + "\n" + &table::requests_by_kind(results))?;
+    std::fs::write(dir.join("chart.svg"), chart::svg(results))?;
+    Ok(())
+}
+
+/// Ours first in odd rounds, upstream first in even ones, so neither always runs on a warmer control plane.
+fn sides(round: usize) -> [Side; 2] {
+    if round % 2 == 1 { [Side::Ours, Side::Upstream] } else { [Side::Upstream, Side::Ours] }
+}
+
+async fn scenario(name: &str, config: &Config, runs: &mut Runs) {
+    let all_limits = [Limits::DEFAULT, Limits::raised()];
+    if name == "idle" {
+        return idle_rounds(config, runs).await;
+    }
+    for round in 1..=config.rounds {
+        for limits in &all_limits {
+            let step = |what: &str| {
+                progress(&format!("{name} round {round}/{}: {what} at {} limits", config.rounds, limits.name))
+            };
+            match name {
+                "provision" => {
+                    let count = Config::size(config.provision, limits);
+                    step(&format!("ceiling, {count} PVs"));
+                    runs.record("ceiling", BARE, limits, provision::ceiling(limits, count).await);
+                    for side in sides(round) {
+                        step(&format!("{}, {count} claims", side.name()));
+                        runs.record(name, side.name(), limits, provision::provision(side, limits, count).await);
+                    }
+                }
+                "expand" => {
+                    let count = Config::size(config.expand, limits);
+                    step(&format!("ceiling, {count} expansions"));
+                    runs.record("expand_ceiling", BARE, limits, expand::ceiling(limits, count).await);
+                    for side in sides(round) {
+                        step(&format!("{}, {count} claims", side.name()));
+                        runs.record(name, side.name(), limits, expand::expand(side, limits, count).await);
+                    }
+                }
+                other => return progress(&format!("unknown scenario {other:?} (known: provision, expand, idle)")),
+            }
+        }
+    }
+}
+
+/// `idle`: the objects are made once (the slow part), then every round starts each sidecar among them.
+async fn idle_rounds(config: &Config, runs: &mut Runs) {
+    progress(&format!("idle: making {} Bound claims and PVs", config.idle));
+    let mut world = match idle::IdleWorld::new(config.idle).await {
+        Ok(world) => world,
+        Err(err) => return progress(&format!("idle: FAILED: {err:#}")),
+    };
+    for round in 1..=config.rounds {
+        for limits in &[Limits::DEFAULT, Limits::raised()] {
+            for side in sides(round) {
+                for (scenario, kind) in [("idle", Kind::Provisioner), ("idle_resizer", Kind::Resizer)] {
+                    progress(&format!(
+                        "{scenario} round {round}/{}: {} at {} limits",
+                        config.rounds,
+                        side.name(),
+                        limits.name
+                    ));
+                    runs.record(scenario, side.name(), limits, world.run(kind, side, limits).await);
+                }
+            }
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = Config::from_env();
+    let raised = Limits::raised();
+    progress(&format!(
+        "scenarios {:?}, {} rounds; limits: default qps 5 burst 10 default workers, raised qps {} burst {} workers {:?}",
+        config.scenarios, config.rounds, raised.qps, raised.burst, raised.workers
+    ));
+    // Blocking (runs e2e/cluster.sh up, which reuses a healthy cluster); before any scenario needs it.
+    tokio::task::spawn_blocking(|| {
+        Cluster::shared();
+    })
+    .await?;
+    let mut runs = Runs::default();
+    for name in &config.scenarios {
+        scenario(name, &config, &mut runs).await;
+        write(&runs.results())?;
+    }
+    let results = runs.results();
+    write(&results)?;
+    println!("{}", table::markdown(&results));
+    println!("API requests per object, by verb and resource:\n{}", table::requests_by_kind(&results));
+    progress(&format!("wrote {}", out_dir().display()));
+    Ok(())
+}

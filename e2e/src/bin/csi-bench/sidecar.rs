@@ -1,0 +1,166 @@
+//! The two sides of a comparison: our release binary and upstream's Go binary of the same sidecar (built by
+//! e2e/tools.sh), started with the same flags, and the limit settings they are compared at.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use csi_sidecars_e2e::audit::requests_of;
+use csi_sidecars_e2e::{Process, binary, repo_root};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Ours,
+    Upstream,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Ours => "ours",
+            Side::Upstream => "upstream",
+        }
+    }
+}
+
+/// Which sidecar a scenario measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Provisioner,
+    Resizer,
+}
+
+impl Kind {
+    /// Our binary's name; upstream's is `upstream-<name>` in e2e/tools.sh.
+    fn binary_name(self) -> &'static str {
+        match self {
+            Kind::Provisioner => "csi-provisioner",
+            Kind::Resizer => "csi-resizer",
+        }
+    }
+
+    /// The flag that sets the number of workers (the same in both implementations).
+    fn workers_flag(self) -> &'static str {
+        match self {
+            Kind::Provisioner => "--worker-threads",
+            Kind::Resizer => "--workers",
+        }
+    }
+}
+
+/// A client-limit setting, the same for both sides and for the ceiling's bare client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub name: &'static str,
+    pub qps: f64,
+    pub burst: u32,
+    /// None: each sidecar's default (upstream: 100 provisioner threads, 10 resizer workers; ours the same).
+    pub workers: Option<usize>,
+}
+
+impl Limits {
+    /// Upstream's defaults, which every user starts with.
+    pub const DEFAULT: Limits = Limits { name: "default", qps: 5.0, burst: 10, workers: None };
+
+    /// Raised so the client limiter is not what is measured (BENCH_RAISED_QPS / _BURST / _WORKERS).
+    pub fn raised() -> Limits {
+        Limits {
+            name: "raised",
+            qps: crate::env_number("BENCH_RAISED_QPS", 100) as f64,
+            burst: crate::env_number("BENCH_RAISED_BURST", 200) as u32,
+            workers: Some(crate::env_number("BENCH_RAISED_WORKERS", 100)),
+        }
+    }
+
+    /// The concurrency a bare client uses to match a sidecar of `kind` at these limits.
+    pub fn concurrency(&self, kind: Kind) -> usize {
+        self.workers.unwrap_or(match kind {
+            Kind::Provisioner => 100,
+            Kind::Resizer => 10,
+        })
+    }
+
+    fn flags(&self, kind: Kind) -> Vec<String> {
+        let mut flags = vec![format!("--kube-api-qps={}", self.qps), format!("--kube-api-burst={}", self.burst)];
+        if let Some(workers) = self.workers {
+            flags.push(format!("{}={workers}", kind.workers_flag()));
+        }
+        flags
+    }
+}
+
+/// The binary of `kind` for `side`.
+pub fn binary_of(side: Side, kind: Kind) -> anyhow::Result<PathBuf> {
+    match side {
+        Side::Ours => Ok(binary(kind.binary_name())),
+        Side::Upstream => {
+            let name = format!("upstream-{}", kind.binary_name());
+            let output = std::process::Command::new("bash")
+                .arg(repo_root().join("e2e/tools.sh"))
+                .args(["path", &name])
+                .output()
+                .context("running e2e/tools.sh")?;
+            if !output.status.success() {
+                bail!("e2e/tools.sh path {name}: {}", String::from_utf8_lossy(&output.stderr));
+            }
+            Ok(PathBuf::from(String::from_utf8(output.stdout)?.trim()))
+        }
+    }
+}
+
+/// The flags both sides get: the plugin's socket, the ServiceAccount's kubeconfig, the limits, and the log level
+/// a deployment typically runs at.
+pub fn args(kind: Kind, limits: &Limits, socket: &std::path::Path, kubeconfig_flag: String) -> Vec<String> {
+    let mut args = vec![format!("--csi-address={}", socket.display()), kubeconfig_flag, "-v=2".to_string()];
+    if kind == Kind::Provisioner {
+        // As the e2e harness runs it: Immediate claims without topology (the plugin reports none that matters).
+        args.push("--immediate-topology=false".to_string());
+    }
+    args.extend(limits.flags(kind));
+    args
+}
+
+/// What a side logs once its caches hold every claim and PV. Not the audit log's `list`: upstream's client-go
+/// (v0.37) fills its informers with a streaming watch-list, which the audit log records only when the watch ends.
+fn ready_markers(side: Side) -> &'static [&'static str] {
+    match side {
+        Side::Ours => &["caches filled, starting workers"],
+        Side::Upstream => &[
+            r#""Caches populated" type="*v1.PersistentVolumeClaim""#,
+            r#""Caches populated" type="*v1.PersistentVolume""#,
+        ],
+    }
+}
+
+/// Waits until `process` (of `side`) says its caches are filled; returns how long that took from `started`.
+pub async fn ready(process: &Process, side: Side, started: Instant) -> anyhow::Result<Duration> {
+    let timeout = Duration::from_secs(120);
+    loop {
+        let log = process.log();
+        if ready_markers(side).iter().all(|marker| log.contains(marker)) {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > timeout {
+            bail!("{} did not fill its caches within {timeout:?}", process.name());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until `username` has made no request for two seconds (events go out behind the limiter and trailing
+/// writes may follow the state a scenario waits for); returns its request count then.
+pub async fn quiet(username: &str, timeout: Duration) -> usize {
+    let started = Instant::now();
+    let mut last = usize::MAX;
+    let mut since = Instant::now();
+    loop {
+        let now = requests_of(username).len();
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() >= Duration::from_secs(2) || started.elapsed() > timeout {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

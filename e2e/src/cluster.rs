@@ -42,7 +42,9 @@ impl Cluster {
         if !status.success() {
             bail!("{} up failed ({status})", script.display());
         }
-        let kubeconfig = root.join("e2e/.cluster/kubeconfig");
+        // cluster.sh keeps its state in CLUSTER_DIR when set (a second cluster on other ports), else e2e/.cluster.
+        let dir = std::env::var_os("CLUSTER_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("e2e/.cluster"));
+        let kubeconfig = dir.join("kubeconfig");
         if !kubeconfig.exists() {
             bail!("{} up did not write {}", script.display(), kubeconfig.display());
         }

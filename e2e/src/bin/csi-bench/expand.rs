@@ -114,7 +114,9 @@ pub async fn expand(side: Side, limits: &Limits, count: usize) -> anyhow::Result
     let user = world.identity.username().to_string();
     let args = sidecar::args(Kind::Resizer, limits, &world.socket, world.identity.kubeconfig_flag());
     let started = Instant::now();
-    let process = world.scenario.start(side.name(), &sidecar::binary_of(side, Kind::Resizer)?, &args);
+    let binary = sidecar::binary_of(side, Kind::Resizer)?;
+    let namespace = world.ns().to_string();
+    let process = world.scenario.start_with_env(side.name(), &binary, &args, &sidecar::pod_env(&namespace));
     sidecar::ready(&process, side, started).await?;
     let ns = world.ns().to_string();
     let done = Tracker::start(world.claims(), &ns, grown).await;

@@ -43,7 +43,10 @@ impl IdleWorld {
         let args = sidecar::args(kind, limits, &self.world.socket, flag);
         let binary = sidecar::binary_of(side, kind)?;
         let started = Instant::now();
-        let mut process = self.world.scenario.start(&format!("{}-{}", side.name(), limits.name), &binary, &args);
+        let name = format!("{}-{}", side.name(), limits.name);
+        let namespace = self.world.ns().to_string();
+        let env = sidecar::pod_env(&namespace);
+        let mut process = self.world.scenario.start_with_env(&name, &binary, &args, &env);
         let ready = sidecar::ready(&process, side, started).await?;
         tokio::time::sleep(SETTLE).await;
         let sample = ProcSample::of(process.pid());

@@ -62,7 +62,9 @@ pub async fn provision(side: Side, limits: &Limits, count: usize) -> anyhow::Res
     let user = world.identity.username().to_string();
     let args = sidecar::args(Kind::Provisioner, limits, &world.socket, world.identity.kubeconfig_flag());
     let started = Instant::now();
-    let process = world.scenario.start(side.name(), &sidecar::binary_of(side, Kind::Provisioner)?, &args);
+    let binary = sidecar::binary_of(side, Kind::Provisioner)?;
+    let namespace = world.ns().to_string();
+    let process = world.scenario.start_with_env(side.name(), &binary, &args, &sidecar::pod_env(&namespace));
     sidecar::ready(&process, side, started).await?;
     let ns = world.ns().to_string();
     let pvs = Tracker::start(world.volumes(), &ns, pv_of).await;

@@ -164,3 +164,10 @@ pub async fn quiet(username: &str, timeout: Duration) -> usize {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// The environment a pod gives a sidecar that the bench must give by hand: `POD_NAMESPACE`, the namespace of its
+/// Leases (ours keeps its in-flight journal there; outside a pod it would otherwise use `default`, where its Role
+/// grants nothing, and fall back to a finalizer per claim). Both sides get the same.
+pub fn pod_env(namespace: &str) -> [(&'static str, &str); 1] {
+    [("POD_NAMESPACE", namespace)]
+}

@@ -606,7 +606,11 @@ async fn provisioner_does_not_delete_a_volume_still_attached() {
     let class = world.class("attached", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
     world.claim("busy", &class, None, "ReadWriteOnce").await;
-    let volume_name = world.bound("busy").await;
+    // The attachment exists before the claim is even Bound, as a pod's would long before its claim is deleted: the
+    // provisioner sees attachments through a watch (as upstream, through an informer), so one created a moment
+    // before the deletion could still be unseen. The PV's name is known from the claim's UID.
+    let uid = world.claims().get("busy").await.unwrap().metadata.uid.unwrap();
+    let volume_name = format!("pvc-{uid}");
 
     let attachments: Api<VolumeAttachment> = Api::all(world.client.clone());
     let attachment_name = format!("{}-busy", world.ns());
@@ -620,6 +624,7 @@ async fn provisioner_does_not_delete_a_volume_still_attached() {
         status: None,
     };
     attachments.create(&PostParams::default(), &attachment).await.unwrap();
+    assert_eq!(world.bound("busy").await, volume_name);
     world.claims().delete("busy", &DeleteParams::default()).await.unwrap();
 
     let events: Api<Event> = Api::namespaced(world.client.clone(), "default");

@@ -112,12 +112,7 @@ pub async fn expand(side: Side, limits: &Limits, count: usize) -> anyhow::Result
     let names = bound_claims(&mut world, count, true).await?;
     progress(&format!("  {count} Bound claims ready"));
     let user = world.identity.username().to_string();
-    let args = sidecar::args(Kind::Resizer, limits, &world.socket, world.identity.kubeconfig_flag());
-    let started = Instant::now();
-    let binary = sidecar::binary_of(side, Kind::Resizer)?;
-    let namespace = world.ns().to_string();
-    let process = world.scenario.start_with_env(side.name(), &binary, &args, &sidecar::pod_env(&namespace));
-    sidecar::ready(&process, side, started).await?;
+    let process = sidecar::start_ready(&mut world, side, Kind::Resizer, limits).await?;
     let ns = world.ns().to_string();
     let done = Tracker::start(world.claims(), &ns, grown).await;
     let before_requests = sidecar::quiet(&user, Duration::from_secs(10)).await;

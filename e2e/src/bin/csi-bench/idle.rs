@@ -45,8 +45,7 @@ impl IdleWorld {
         let started = Instant::now();
         let name = format!("{}-{}", side.name(), limits.name);
         let namespace = self.world.ns().to_string();
-        let env = sidecar::pod_env(&namespace);
-        let mut process = self.world.scenario.start_with_env(&name, &binary, &args, &env);
+        let mut process = self.world.scenario.start_with_env(&name, &binary, &args, &[("POD_NAMESPACE", &namespace)]);
         let ready = sidecar::ready(&process, side, started).await?;
         tokio::time::sleep(SETTLE).await;
         let sample = ProcSample::of(process.pid());

@@ -60,12 +60,7 @@ pub async fn provision(side: Side, limits: &Limits, count: usize) -> anyhow::Res
     let mut world = ProvisionerWorld::new("bench-provision", &[]).await;
     let class = world.class("bench", &[], "Delete").await;
     let user = world.identity.username().to_string();
-    let args = sidecar::args(Kind::Provisioner, limits, &world.socket, world.identity.kubeconfig_flag());
-    let started = Instant::now();
-    let binary = sidecar::binary_of(side, Kind::Provisioner)?;
-    let namespace = world.ns().to_string();
-    let process = world.scenario.start_with_env(side.name(), &binary, &args, &sidecar::pod_env(&namespace));
-    sidecar::ready(&process, side, started).await?;
+    let process = sidecar::start_ready(&mut world, side, Kind::Provisioner, limits).await?;
     let ns = world.ns().to_string();
     let pvs = Tracker::start(world.volumes(), &ns, pv_of).await;
     let claims = Tracker::start(world.claims(), &ns, bound).await;

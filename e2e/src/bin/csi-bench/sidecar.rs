@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use csi_sidecars_e2e::audit::requests_of;
+use csi_sidecars_e2e::driver_world::DriverWorld;
 use csi_sidecars_e2e::{Process, binary, repo_root};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,9 +166,16 @@ pub async fn quiet(username: &str, timeout: Duration) -> usize {
     }
 }
 
-/// The environment a pod gives a sidecar that the bench must give by hand: `POD_NAMESPACE`, the namespace of its
-/// Leases (ours keeps its in-flight journal there; outside a pod it would otherwise use `default`, where its Role
-/// grants nothing, and fall back to a finalizer per claim). Both sides get the same.
-pub fn pod_env(namespace: &str) -> [(&'static str, &str); 1] {
-    [("POD_NAMESPACE", namespace)]
+/// Starts the `kind` sidecar of `side` in `world` as the world's identity and waits until its caches are filled.
+/// It gets `POD_NAMESPACE` as in a pod: ours keeps its in-flight journal in the namespace of its Leases, and outside a
+/// pod that would otherwise be `default`, where its Role grants nothing (it would fall back to a finalizer per claim).
+/// Both sides get the same.
+pub async fn start_ready(world: &mut DriverWorld, side: Side, kind: Kind, limits: &Limits) -> anyhow::Result<Process> {
+    let args = args(kind, limits, &world.socket, world.identity.kubeconfig_flag());
+    let binary = binary_of(side, kind)?;
+    let namespace = world.ns().to_string();
+    let started = Instant::now();
+    let process = world.scenario.start_with_env(side.name(), &binary, &args, &[("POD_NAMESPACE", &namespace)]);
+    ready(&process, side, started).await?;
+    Ok(process)
 }

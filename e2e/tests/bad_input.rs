@@ -94,6 +94,36 @@ const PROVISIONER_CORPUS: &[BadClaim] = &[
         event: "Both must be specified",
     },
     BadClaim {
+        name: "expand-secret-name-only",
+        parameters: &[("csi.storage.k8s.io/controller-expand-secret-name", "creds")],
+        claim: plain,
+        event: "Both must be specified",
+    },
+    BadClaim {
+        name: "node-publish-secret-namespace-only",
+        parameters: &[("csi.storage.k8s.io/node-publish-secret-namespace", "${pvc.namespace}")],
+        claim: plain,
+        event: "Both must be specified",
+    },
+    BadClaim {
+        name: "node-stage-unknown-variable",
+        parameters: &[
+            ("csi.storage.k8s.io/node-stage-secret-name", "${pvc.nosuch}"),
+            ("csi.storage.k8s.io/node-stage-secret-namespace", "${pvc.namespace}"),
+        ],
+        claim: plain,
+        event: "error resolving value \"${pvc.nosuch}\"",
+    },
+    BadClaim {
+        name: "unknown-variable-in-namespace",
+        parameters: &[
+            ("csi.storage.k8s.io/controller-publish-secret-name", "creds"),
+            ("csi.storage.k8s.io/controller-publish-secret-namespace", "${pvc.label}"),
+        ],
+        claim: plain,
+        event: "error resolving value \"${pvc.label}\"",
+    },
+    BadClaim {
         name: "unknown-template-variable",
         parameters: &[
             ("csi.storage.k8s.io/provisioner-secret-name", "${pvc.nosuch}"),

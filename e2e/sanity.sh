@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Runs the upstream CSI conformance suite (csi-sanity) against hostpath-plugin. Builds nothing itself.
+# Runs the upstream CSI conformance suite (csi-sanity) against hostpath-plugin, or against a driver author's own
+# plugin. Builds nothing itself.
 #
 #   HOSTPATH_PLUGIN=path/to/hostpath-plugin CSI_SANITY=path/to/csi-sanity bash e2e/sanity.sh [csi-sanity flags...]
+#   E2E_PLUGIN_COMMAND='/path/to/plugin --endpoint={endpoint} --nodeid={node_id}' bash e2e/sanity.sh
 #
 # HOSTPATH_PLUGIN  the plugin binary (default: target/release/hostpath-plugin)
+# E2E_PLUGIN_COMMAND  another plugin's command line instead, with the e2e harness's placeholders ({endpoint},
+#                  {socket}, {driver}, {node_id}, {state_dir}; README, "Testing your own driver"); {driver} is
+#                  E2E_PLUGIN_DRIVER or sanity.csi.e2e
+# SANITY_MUTABLE_PARAMETERS  the YAML of mutable parameters csi-sanity's ModifyVolume tests use (default: the
+#                  hostpath-plugin's, e2e/sanity/mutable-parameters.yaml)
 # CSI_SANITY       the csi-sanity binary (default: `bash e2e/tools.sh path csi-sanity`)
 # KEEP_SANITY_TMP  set to 1 to keep the socket, state and mount directories for inspection
 #
@@ -20,7 +27,10 @@ log() { printf '[sanity] %s\n' "$*" >&2; }
 die() { printf '[sanity] error: %s\n' "$*" >&2; exit 1; }
 
 plugin="${HOSTPATH_PLUGIN:-$ROOT/target/release/hostpath-plugin}"
-[[ -x "$plugin" ]] || die "hostpath-plugin not found at $plugin (build it with 'cargo build --release -p hostpath-plugin' or set HOSTPATH_PLUGIN)"
+read -r -a plugin_words <<<"${E2E_PLUGIN_COMMAND:-}"
+if [[ ${#plugin_words[@]} -eq 0 ]]; then
+	[[ -x "$plugin" ]] || die "hostpath-plugin not found at $plugin (build it with 'cargo build --release -p hostpath-plugin' or set HOSTPATH_PLUGIN)"
+fi
 
 if [[ -n "${CSI_SANITY:-}" ]]; then
 	sanity="$CSI_SANITY"
@@ -57,14 +67,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "plugin: $plugin"
-log "csi-sanity: $sanity"
-"$plugin" \
-	--endpoint="unix://$socket" \
-	--state-dir="$work/state" \
-	--node-id=sanity-node \
-	--v=4 \
-	>"$plugin_log" 2>&1 &
+if [[ ${#plugin_words[@]} -gt 0 ]]; then
+	# Word by word, no shell: the same rules as the e2e harness's.
+	mkdir -p "$work/state"
+	command=()
+	for word in "${plugin_words[@]}"; do
+		word="${word//\{endpoint\}/unix://$socket}"
+		word="${word//\{socket\}/$socket}"
+		word="${word//\{driver\}/${E2E_PLUGIN_DRIVER:-sanity.csi.e2e}}"
+		word="${word//\{node_id\}/sanity-node}"
+		word="${word//\{state_dir\}/$work/state}"
+		command+=("$word")
+	done
+	log "plugin: ${command[*]}"
+	log "csi-sanity: $sanity"
+	"${command[@]}" >"$plugin_log" 2>&1 &
+else
+	log "plugin: $plugin"
+	log "csi-sanity: $sanity"
+	"$plugin" \
+		--endpoint="unix://$socket" \
+		--state-dir="$work/state" \
+		--node-id=sanity-node \
+		--v=4 \
+		>"$plugin_log" 2>&1 &
+fi
 plugin_pid=$!
 
 for _ in $(seq 100); do
@@ -79,7 +106,7 @@ status=0
 	--csi.endpoint="unix://$socket" \
 	--csi.mountdir="$work/mount/target-parent" \
 	--csi.stagingdir="$work/staging/stage" \
-	--csi.testvolumemutableparameters="$E2E_DIR/sanity/mutable-parameters.yaml" \
+	--csi.testvolumemutableparameters="${SANITY_MUTABLE_PARAMETERS:-$E2E_DIR/sanity/mutable-parameters.yaml}" \
 	"$@" || status=$?
 log "csi-sanity exited with $status"
 exit $status

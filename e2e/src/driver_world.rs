@@ -1,4 +1,5 @@
-//! What every sidecar world starts with: a namespace, a hostpath plugin under a driver name of its own, and the
+//! What every sidecar world starts with: a namespace, a plugin (the hostpath-plugin, or the one `E2E_PLUGIN_COMMAND`
+//! names: crate::plugin_command) under a driver name of its own, and the
 //! ServiceAccount the world's sidecars run as (crate::rbac).
 //!
 //! Sidecars watch the whole cluster; a driver name per test (`<namespace>.csi.e2e` unless the test needs a name
@@ -6,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use crate::plugin_command::PluginRequest;
 use crate::{Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace};
 
 /// The parts of a world that do not depend on the sidecar.
@@ -25,12 +27,11 @@ impl DriverWorld {
     pub async fn start(sidecar: Sidecar, prefix: &str, driver: Option<&str>, plugin_args: &[&str]) -> DriverWorld {
         let client = Cluster::shared().client().await;
         let ns = TestNamespace::create(&client, prefix).await;
-        let driver = driver.map(str::to_string).unwrap_or_else(|| format!("{}.csi.e2e", ns.name()));
+        let derived_driver = format!("{}.csi.e2e", ns.name());
         let mut scenario = Scenario::new(&format!("{}-{prefix}", sidecar.account()));
-        let driver_flag = format!("--driver-name={driver}");
-        let mut args = vec![driver_flag.as_str(), "-v=2"];
-        args.extend_from_slice(plugin_args);
-        let (plugin, socket) = scenario.hostpath_plugin("hostpath-plugin", &args);
+        let request =
+            PluginRequest { derived_driver: &derived_driver, required_driver: driver, hostpath_args: plugin_args };
+        let (plugin, socket, driver) = scenario.plugin("hostpath-plugin", &request);
         let identity = SidecarIdentity::create(&client, ns.name(), sidecar, scenario.dir()).await;
         DriverWorld { client, ns, scenario, driver, socket, plugin, identity }
     }

@@ -5,16 +5,25 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use crate::plugin_command::{Placeholders, PluginCommand, PluginRequest};
 use crate::repo_root;
 
 /// Path of a workspace binary built by `cargo build --bins` (as `make e2e` does).
 pub fn binary(name: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
-    let profile = std::env::var("E2E_PROFILE").unwrap_or_else(|_| "debug".to_string());
-    let path = target.join(profile).join(name);
+    let path = binary_path(name);
     assert!(path.exists(), "{} is missing: run `cargo build --bins` first (`make e2e` does)", path.display());
     path
 }
+
+/// Where [`binary`] looks, whether or not it is there (a foreign plugin's run needs no hostpath-plugin).
+fn binary_path(name: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
+    let profile = std::env::var("E2E_PROFILE").unwrap_or_else(|_| "debug".to_string());
+    target.join(profile).join(name)
+}
+
+/// The node id every plugin the harness starts is given.
+pub const PLUGIN_NODE_ID: &str = "e2e-node";
 
 /// The files and processes of one test. When the test panics, the logs of
 /// every process it started are printed as it unwinds.
@@ -66,15 +75,40 @@ impl Scenario {
     /// returns the process and the socket path.
     pub fn hostpath_plugin(&mut self, name: &str, extra_args: &[&str]) -> (Process, PathBuf) {
         let socket = self.path(&format!("{name}.sock"));
-        let state = self.path(&format!("{name}-state"));
-        let mut args = vec![
-            format!("--endpoint=unix://{}", socket.display()),
-            format!("--state-dir={}", state.display()),
-            "--node-id=e2e-node".to_string(),
-        ];
+        let mut args = self.hostpath_base_args(name, &socket);
         args.extend(extra_args.iter().map(|a| a.to_string()));
         let process = self.start(name, &binary("hostpath-plugin"), &args);
         (process, socket)
+    }
+
+    /// Starts the plugin `E2E_PLUGIN_COMMAND` names, or the hostpath-plugin with the test's flags when it is unset
+    /// (crate::plugin_command). Returns the process, the socket path and the world's driver name. Panics with
+    /// "not applicable to E2E_PLUGIN_COMMAND: …" when the test needs the hostpath-plugin itself.
+    pub fn plugin(&mut self, name: &str, request: &PluginRequest) -> (Process, PathBuf, String) {
+        let command = PluginCommand::from_env().unwrap_or_else(|e| panic!("{e}"));
+        let socket = self.path(&format!("{name}.sock"));
+        let state_dir = self.path(&format!("{name}-state"));
+        let hostpath = binary_path("hostpath-plugin");
+        let values = Placeholders { socket: &socket, driver: "", node_id: PLUGIN_NODE_ID, state_dir: &state_dir };
+        let base = self.hostpath_base_args(name, &socket);
+        let launch = command
+            .launch(request, &hostpath.display().to_string(), &base, &values)
+            .unwrap_or_else(|reason| panic!("{reason}"));
+        if command != PluginCommand::Hostpath {
+            std::fs::create_dir_all(&state_dir).expect("plugin state dir");
+        }
+        let process = self.start(name, Path::new(&launch.program), &launch.args);
+        (process, socket, launch.driver)
+    }
+
+    /// The harness's own hostpath-plugin flags: endpoint, a state dir of its own, the node id, logging at -v=2.
+    fn hostpath_base_args(&self, name: &str, socket: &Path) -> Vec<String> {
+        vec![
+            format!("--endpoint=unix://{}", socket.display()),
+            format!("--state-dir={}", self.path(&format!("{name}-state")).display()),
+            format!("--node-id={PLUGIN_NODE_ID}"),
+            "-v=2".to_string(),
+        ]
     }
 }
 

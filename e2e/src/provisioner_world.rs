@@ -31,7 +31,7 @@ pub const JOURNAL_ENTRY_PREFIX: &str = "provisioner.storage.kubernetes.io/in-fli
 pub const PV_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
 /// The hostpath plugin's topology key, and the node id the harness gives every plugin.
 pub const TOPOLOGY_KEY: &str = "topology.hostpath.csi/node";
-pub const PLUGIN_NODE: &str = "e2e-node";
+pub const PLUGIN_NODE: &str = crate::PLUGIN_NODE_ID;
 
 /// One test's world: namespace, plugin, and API handles.
 pub struct ProvisionerWorld {

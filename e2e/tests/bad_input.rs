@@ -1,17 +1,25 @@
 //! Bad input across the sidecars: each bad object gets an event that names the problem and is left as it was, the
-//! sidecar keeps running, and the well-formed objects of the same run all succeed.
+//! sidecar keeps running, and the well-formed objects of the same run all succeed. 42 inputs: 3 claims the driver
+//! cannot serve, 20 claims and classes for csi-provisioner, 6 changes for csi-resizer, 8 snapshots and 5 group
+//! snapshots for snapshot-controller with csi-snapshotter.
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim};
+use csi_sidecars_e2e::group_world::{self, Groups, labelled_claim, plugin_snapshots};
+use csi_sidecars_e2e::provisioner_world::{
+    PROVISIONING_FINALIZER, ProvisionerWorld as World, TIMEOUT, claim, has_finalizer,
+};
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
 use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_csi_snapshotter, start_snapshot_controller};
-use csi_sidecars_e2e::{Cluster, eventually, free_port, install_snapshot_crds};
+use csi_sidecars_e2e::{Cluster, Sidecar, eventually, free_port, install_snapshot_crds};
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimSpec, TypedLocalObjectReference, VolumeResourceRequirements,
 };
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use serde_json::json;
 use snapshot_api::DeletionPolicy;
 
@@ -229,9 +237,81 @@ async fn the_provisioner_names_every_bad_claim_and_serves_the_rest() {
     assert!(!provisioner.log().contains("never-in-an-event"), "a secret value in the log");
 }
 
-/// The resizer corpus: an expansion the driver cannot make and attributes classes with malformed values (letters,
-/// non-ASCII digits, a 64 KiB value) each end in an event naming the driver's refusal, the claim's spec is left as
-/// the user wrote it, and a good expansion and a good modification in the same run go through.
+/// Claims whose VolumeAttributesClass the driver refuses at creation (a value that is not a number, a 64 KiB value)
+/// or that belongs to another driver, and a claim of a StorageClass of another driver: the first three get a
+/// ProvisioningFailed event naming the problem, the last is left to its own provisioner (kube-controller-manager's
+/// ExternalProvisioning event names it) and untouched by ours; a fine claim between them is Bound.
+#[tokio::test]
+async fn the_provisioner_names_bad_attribute_classes_and_leaves_other_drivers_claims_alone() {
+    let mut world = World::new("bad-vac", &[]).await;
+    let good = world.class("good", &[], "Delete").await;
+    let huge_value = format!("{}MiB/s", "9".repeat(64 * 1024));
+    let classes: Api<VolumeAttributesClass> = Api::all(world.client.clone());
+    let attribute_class = |short: &str, driver: &str, key: &str, value: &str| VolumeAttributesClass {
+        metadata: ObjectMeta { name: Some(format!("{}-{short}", world.ns())), ..Default::default() },
+        driver_name: driver.to_string(),
+        parameters: Some(BTreeMap::from([(key.to_string(), value.to_string())])),
+    };
+    let other_driver = format!("other.{}", world.driver);
+    let attribute_classes = [
+        attribute_class("letters", &world.driver, "iops", "fast"),
+        attribute_class("huge", &world.driver, "throughput", &huge_value),
+        attribute_class("elsewhere", &other_driver, "iops", "1000"),
+    ];
+    for class in &attribute_classes {
+        classes.create(&PostParams::default(), class).await.unwrap();
+    }
+    // A StorageClass of another driver; the world removes it with its own.
+    let foreign_class = format!("{}-foreign", world.ns());
+    let foreign = StorageClass {
+        metadata: ObjectMeta { name: Some(foreign_class.clone()), ..Default::default() },
+        provisioner: other_driver.clone(),
+        ..Default::default()
+    };
+    Api::<StorageClass>::all(world.client.clone()).create(&PostParams::default(), &foreign).await.unwrap();
+    world.classes.push(foreign_class.clone());
+    let mut provisioner = world.start_provisioner("csi-provisioner", &[]);
+
+    // (claim, its attributes class, text of the ProvisioningFailed event)
+    let not_a_number = format!("{}-letters", world.ns());
+    let huge = format!("{}-huge", world.ns());
+    let elsewhere = format!("{}-elsewhere", world.ns());
+    let refused = [
+        ("letters-iops", &not_a_number, "mutable parameter".to_string()),
+        ("huge-throughput", &huge, "mutable parameter".to_string()),
+        ("class-of-another-driver", &elsewhere, format!("is for driver {other_driver} which does not match")),
+    ];
+    for (name, class, _) in &refused {
+        let mut object = claim(name, &good, None, "ReadWriteOnce");
+        spec(&mut object).volume_attributes_class_name = Some(class.to_string());
+        world.claim_object(object).await;
+    }
+    world.claim("of-another-driver", &foreign_class, None, "ReadWriteOnce").await;
+    world.claim("fine", &good, None, "ReadWriteOnce").await;
+
+    world.bound("fine").await;
+    for (name, _, text) in &refused {
+        let event = world.event(name, "ProvisioningFailed", text).await;
+        assert!(event.message.unwrap_or_default().len() <= 1024, "{name}: one short event");
+        let claim = world.claims().get(name).await.unwrap();
+        assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Pending"), "{name} is left Pending");
+    }
+    world.event("of-another-driver", "ExternalProvisioning", &format!("'{other_driver}'")).await;
+    let untouched = world.claims().get("of-another-driver").await.unwrap();
+    assert!(!has_finalizer(&untouched.metadata, PROVISIONING_FINALIZER), "ours wrote nothing on another's claim");
+    assert!(world.events_of("of-another-driver").await.iter().all(|e| e.reason.as_deref() != Some("Provisioning")));
+    assert_eq!(world.plugin_volumes().len(), 1, "only the fine claim got a volume");
+    assert_eq!(provisioner.exited(), None, "the provisioner keeps running");
+
+    for class in &attribute_classes {
+        let _ = classes.delete(&class.metadata.name.clone().unwrap(), &DeleteParams::default()).await;
+    }
+}
+
+/// The resizer corpus: an expansion the driver cannot make, one whose controller-expand secret is missing, a move to
+/// an attributes class that does not exist and attributes classes with malformed values (letters, non-ASCII digits,
+/// a 64 KiB value) each end in an event naming the problem, the claim's spec is left as the user wrote it, and a
+/// good expansion and a good modification in the same run go through.
 #[tokio::test]
 async fn the_resizer_names_every_bad_change_and_serves_the_rest() {
     let mut world = ResizerWorld::new("bad-changes", &[]).await;
@@ -247,6 +327,13 @@ async fn the_resizer_names_every_bad_change_and_serves_the_rest() {
 
     world.bound_claim("too-big", false, None).await;
     world.patch_claim("too-big", json!({"spec": {"resources": {"requests": {"storage": "64Pi"}}}})).await;
+    world.expand_secret = Some("missing-expand-secret".into());
+    world.bound_claim("no-expand-secret", false, None).await;
+    world.expand_secret = None;
+    world.patch_claim("no-expand-secret", json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})).await;
+    let missing_class = format!("{}-no-such-class", world.ns());
+    world.bound_claim("missing-target-class", false, Some(&silver)).await;
+    world.set_attribute_class("missing-target-class", &missing_class).await;
     for (claim, class) in &malformed {
         world.bound_claim(claim, false, Some(&silver)).await;
         world.set_attribute_class(claim, class).await;
@@ -270,6 +357,27 @@ async fn the_resizer_names_every_bad_change_and_serves_the_rest() {
     let too_big = world.claim("too-big").await;
     let requested = too_big.spec.and_then(|s| s.resources).and_then(|r| r.requests).unwrap_or_default();
     assert_eq!(requested.get("storage"), Some(&Quantity("64Pi".into())), "the request is left as written");
+    let namespace = world.ns().to_string();
+    let secret_text = format!("error getting secret missing-expand-secret in namespace {namespace}");
+    world.wait_for_event("no-expand-secret", "VolumeResizeFailed", &secret_text).await;
+    let unexpanded = world.claim("no-expand-secret").await;
+    let capacity = unexpanded.status.and_then(|s| s.capacity).unwrap_or_default();
+    assert_eq!(capacity.get("storage"), Some(&Quantity("1Gi".into())), "nothing expanded without the secret");
+    world
+        .wait_for_event(
+            "missing-target-class",
+            "VolumeModifyFailed",
+            &format!("VAC \"{missing_class}\" does not exist"),
+        )
+        .await;
+    let waiting = world.claim("missing-target-class").await;
+    assert_eq!(
+        waiting.spec.and_then(|s| s.volume_attributes_class_name),
+        Some(missing_class.clone()),
+        "left as written"
+    );
+    let current = waiting.status.and_then(|s| s.current_volume_attributes_class_name);
+    assert_eq!(current.as_deref(), Some(silver.as_str()), "the volume keeps its class");
     for (claim, class) in &malformed {
         world.wait_for_modify_status(claim, Some(class), "Infeasible").await;
         world.wait_for_event(claim, "VolumeModifyFailed", "InvalidArgument").await;
@@ -297,6 +405,7 @@ struct BadSnapshot {
 /// naming its problem and is not ready, the driver cuts nothing for it, and a good snapshot in the same run is ready.
 #[tokio::test]
 async fn the_snapshot_sidecars_name_every_bad_snapshot_and_serve_the_rest() {
+    let _turn = SNAPSHOT_CONTROLLER.lock().await;
     install_snapshot_crds(&Cluster::shared().client().await).await;
     let mut world = World::new("bad-snaps", &[]).await;
     let storage_class = world.class("data", &[], "Delete").await;
@@ -321,6 +430,9 @@ async fn the_snapshot_sidecars_name_every_bad_snapshot_and_serve_the_rest() {
         )
         .await;
     let unknown_handle = snaps.preprovisioned_content("unknown-handle", "unknown-handle", "no-such-handle").await;
+    for suffix in ["default-a", "default-b"] {
+        snaps.class(suffix, DeletionPolicy::Delete, true).await;
+    }
 
     let corpus = [
         BadSnapshot {
@@ -350,6 +462,11 @@ async fn the_snapshot_sidecars_name_every_bad_snapshot_and_serve_the_rest() {
             text: "VolumeSnapshotContent is missing",
         },
         BadSnapshot { name: "unknown-handle", reason: "SnapshotContentCheckandUpdateFailed", text: "no-such-handle" },
+        BadSnapshot {
+            name: "two-default-classes",
+            reason: "SetDefaultSnapshotClassFailed",
+            text: "2 default snapshot classes were found",
+        },
     ];
     snaps.snapshot_of_claim("of-missing-claim", "no-such-claim", Some(&good)).await;
     snaps.snapshot_of_claim("of-pending-claim", "pending", Some(&good)).await;
@@ -358,6 +475,7 @@ async fn the_snapshot_sidecars_name_every_bad_snapshot_and_serve_the_rest() {
     snaps.snapshot_of_claim("unknown-key", "data", Some(&unknown_key)).await;
     snaps.snapshot_of_claim("no-secret", "data", Some(&no_secret)).await;
     snaps.snapshot_of_content("missing-content", "no-such-content").await;
+    snaps.snapshot_of_claim("two-default-classes", "data", None).await;
     snaps.snapshot_of_claim("fine", "data", Some(&good)).await;
 
     snaps.wait_snapshot("fine", "ready", ready).await;
@@ -366,10 +484,87 @@ async fn the_snapshot_sidecars_name_every_bad_snapshot_and_serve_the_rest() {
         let snapshot = snaps.snapshots().get(row.name).await.unwrap();
         assert!(!ready(&snapshot), "{} is not ready", row.name);
     }
+    let two = snaps.snapshots().get("two-default-classes").await.unwrap();
+    assert_eq!(two.spec.volume_snapshot_class_name, None, "no class is chosen for the user");
     assert_eq!(plugin_snapshot_count(&world), 1, "the driver cut only the good snapshot");
     assert_eq!(controller.0.exited(), None, "snapshot-controller keeps running");
     assert_eq!(snapshotter.0.exited(), None, "csi-snapshotter keeps running");
 }
+
+/// The group corpus, through snapshot-controller and csi-snapshotter with group snapshots on: a selector that
+/// matches no claim, a selector that is not one, a member claim that is not bound, a class that does not exist and
+/// a pre-provisioned content that does not exist each get an event naming the problem on the group, which is not
+/// ready and gets no content from the driver; a good group in the same run is ready.
+#[tokio::test]
+async fn the_snapshot_sidecars_name_every_bad_group_snapshot_and_serve_the_rest() {
+    let _turn = SNAPSHOT_CONTROLLER.lock().await;
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let mut world = World::new("bad-groups", &[]).await;
+    let storage_class = world.class("data", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    labelled_claim(&world, "db", &storage_class, &[("app", "db")]).await;
+    world.bound("db").await;
+    // A claim no provisioner serves: it stays Pending.
+    labelled_claim(&world, "stuck", "no-such-storage-class", &[("app", "stuck")]).await;
+    let mut controller = group_world::start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
+    let mut snapshotter = group_world::start(&mut world, Sidecar::Snapshotter, "csi-snapshotter").await;
+    let groups = Groups::default_class(&world).await;
+
+    // (group, its spec, the event's reason and text)
+    let corpus = [
+        (
+            "selects-nothing",
+            json!({"source": {"selector": {"matchLabels": {"app": "nothing"}}}}),
+            "GroupSnapshotContentCreationFailed",
+            "label selector app=nothing for group snapshot not applied to any PVC",
+        ),
+        (
+            "not-a-selector",
+            json!({"source": {"selector": {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["db"]}]}}}),
+            "GroupSnapshotContentCreationFailed",
+            "invalid label selector",
+        ),
+        (
+            "unbound-member",
+            json!({"source": {"selector": {"matchLabels": {"app": "stuck"}}}}),
+            "GroupSnapshotContentCreationFailed",
+            "the PVC stuck is not yet bound to a PV",
+        ),
+        (
+            "missing-class",
+            json!({"source": {"selector": {"matchLabels": {"app": "db"}}}, "volumeGroupSnapshotClassName": "no-such-group-class"}),
+            "GetGroupSnapshotClassFailed",
+            "\"no-such-group-class\" not found",
+        ),
+        (
+            "missing-content",
+            json!({"source": {"volumeGroupSnapshotContentName": "no-such-group-content"}}),
+            "GroupSnapshotContentMissing",
+            "no-such-group-content",
+        ),
+    ];
+    for (name, spec, _, _) in &corpus {
+        groups.create(name, spec.clone()).await;
+    }
+    groups.group("fine", json!({"matchLabels": {"app": "db"}})).await;
+
+    groups.ready("fine").await;
+    let snaps = Snapshots::new(&world);
+    for (name, _, reason, text) in &corpus {
+        snaps.wait_event(name, reason, text).await;
+        let group = groups.groups().get(name).await.unwrap();
+        let ready = group.status.as_ref().and_then(|s| s.ready_to_use);
+        assert_ne!(ready, Some(true), "{name} is not ready");
+    }
+    let cut = plugin_snapshots(&world);
+    assert_eq!(cut.len(), 1, "the driver cut only the good group's one member: {cut:?}");
+    assert_ne!(cut[0]["group_snapshot_id"].as_str().unwrap_or_default(), "", "{cut:?}");
+    assert_eq!(controller.0.exited(), None, "snapshot-controller keeps running");
+    assert_eq!(snapshotter.0.exited(), None, "csi-snapshotter keeps running");
+}
+
+/// snapshot-controller watches every namespace: one test of this file runs one at a time.
+static SNAPSHOT_CONTROLLER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn plugin_snapshot_count(world: &World) -> usize {
     world.csictl(&["list-snapshots"]).as_array().map(Vec::len).unwrap_or_default()

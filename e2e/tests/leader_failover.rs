@@ -1,5 +1,5 @@
-//! Leader failover with work in flight: two replicas of a sidecar on one Lease, objects being provisioned or
-//! snapshotted, the leader SIGKILLed. The other replica takes over within the bound the election flags give, every
+//! Leader failover with work in flight: two replicas of a sidecar (csi-provisioner, csi-snapshotter,
+//! csi-group-snapshotter) on one Lease, objects being provisioned or snapshotted, the leader SIGKILLed. The other replica takes over within the bound the election flags give, every
 //! object is finished, and the plugin made no name twice (its `creations` count, crate::backend): the successor
 //! finds by name what the dead leader had made instead of making it again, and a claim deleted while nobody led
 //! has its volume deleted, never made after it was gone.
@@ -10,10 +10,11 @@
 //! The plugin does each Create call's work at once and answers 3 s later (`after_work` latency): a leader killed
 //! in that window leaves backend objects whose API objects were never written, the case a successor could duplicate.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
-use csi_sidecars_e2e::backend::Kind;
-use csi_sidecars_e2e::group_world::sidecar_args;
+use csi_sidecars_e2e::backend::{CreateCalls, Kind};
+use csi_sidecars_e2e::group_world::{GATE, Groups, labelled_claim, sidecar_args, start, start_with};
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
 use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_snapshot_controller};
 use csi_sidecars_e2e::{
@@ -23,6 +24,9 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
 use snapshot_api::DeletionPolicy;
+
+/// snapshot-controller watches every namespace: the tests of this binary that start it take turns.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const LEASE: Duration = Duration::from_secs(6);
 const RENEW: Duration = Duration::from_secs(4);
@@ -101,6 +105,36 @@ impl Replicas {
     }
 }
 
+/// The names under which the dead leader made an object it never recorded: of the contents without a handle
+/// (`<content_prefix><uid>`), those whose Create name (`<call_prefix><uid>`) the plugin had made at the kill.
+fn unrecorded(
+    made: &BTreeMap<String, CreateCalls>,
+    contents_without_handle: impl Iterator<Item = String>,
+    content_prefix: &str,
+    call_prefix: &str,
+) -> Vec<String> {
+    contents_without_handle
+        .filter_map(|content| content.strip_prefix(content_prefix).map(|uid| format!("{call_prefix}{uid}")))
+        .filter(|name| made.contains_key(name))
+        .collect()
+}
+
+/// What the plugin must show after a failover: no name made twice, each of `expected` made exactly once, and each of
+/// `unanswered` (made by the dead leader, never recorded) found again by name. Returns how many calls found an
+/// existing object.
+fn made_once(world: &World, kind: Kind, expected: &[String], unanswered: &[String]) -> u64 {
+    let creations = world.creations(kind);
+    assert_eq!(world.made_twice(kind), Vec::<String>::new(), "no name made twice: {creations:#?}");
+    for name in expected {
+        assert_eq!(creations.get(name).map(|c| c.created.len()), Some(1), "{name} made once: {creations:#?}");
+    }
+    assert!(!unanswered.is_empty(), "the kill left {kind:?} made but never recorded");
+    for name in unanswered {
+        assert!(creations[name].existing >= 1, "the successor found {name} by name: {creations:#?}");
+    }
+    creations.values().map(|c| c.existing).sum()
+}
+
 #[tokio::test]
 async fn a_killed_provisioner_leader_is_replaced_and_no_volume_is_made_twice() {
     let faults = fault_file("CreateVolume");
@@ -173,20 +207,13 @@ async fn a_killed_provisioner_leader_is_replaced_and_no_volume_is_made_twice() {
     })
     .await;
     eventually("the in-flight journal is empty", TIMEOUT, || async { world.journal().await.is_empty() }).await;
+    let unanswered_volumes: Vec<String> = unanswered.iter().map(|(_, volume)| volume.clone()).collect();
+    let found_again = made_once(&world, Kind::Volumes, &surviving, &unanswered_volumes);
     let creations = world.creations(Kind::Volumes);
-    assert_eq!(world.made_twice(Kind::Volumes), Vec::<String>::new(), "no name made twice: {creations:#?}");
-    for name in &surviving {
-        assert_eq!(creations.get(name).map(|c| c.created.len()), Some(1), "{name} made once: {creations:#?}");
-    }
     for (name, at) in &deleted {
         let made_after = creations.get(name).is_some_and(|c| c.created.iter().any(|t| t > at));
         assert!(!made_after, "{name} was made after its claim was deleted: {creations:#?}");
     }
-    assert!(!unanswered.is_empty(), "the kill left volumes without PVs");
-    for (_, name) in &unanswered {
-        assert!(creations[name].existing >= 1, "the successor found {name} by name: {creations:#?}");
-    }
-    let found_again: u64 = creations.values().map(|c| c.existing).sum();
     eprintln!(
         "handover {handover:?}; {} volumes made without a PV by the dead leader; CreateVolume answered with an \
          existing volume {found_again} times",
@@ -196,6 +223,7 @@ async fn a_killed_provisioner_leader_is_replaced_and_no_volume_is_made_twice() {
 
 #[tokio::test]
 async fn a_killed_snapshotter_leader_is_replaced_and_no_snapshot_is_made_twice() {
+    let _turn = SERIAL.lock().await;
     install_snapshot_crds(&Cluster::shared().client().await).await;
     let faults = fault_file("CreateSnapshot");
     let fault_flag = format!("--fault-config={}", faults.path().display());
@@ -247,18 +275,13 @@ async fn a_killed_snapshotter_leader_is_replaced_and_no_snapshot_is_made_twice()
     let (handover, made) = replicas.kill_and_hand_over(leader, || world.creations(Kind::Snapshots)).await;
     // Snapshots the dead leader made but never recorded (no handle in the content's status): the successor must
     // find them by name. (Contents are `snapcontent-<uid>`, CreateSnapshot names `snapshot-<uid>`.)
-    let unanswered: Vec<String> = snaps
-        .contents()
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
+    let contents = snaps.contents().list(&ListParams::default()).await.unwrap().items;
+    let without_handle = contents
         .iter()
         .filter(|c| c.spec.volume_snapshot_ref.namespace.as_deref() == Some(ns.as_str()))
         .filter(|c| c.status.as_ref().and_then(|s| s.snapshot_handle.as_ref()).is_none())
-        .filter_map(|c| c.name_any().strip_prefix("snapcontent-").map(|uid| format!("snapshot-{uid}")))
-        .filter(|name| made.contains_key(name))
-        .collect();
+        .map(|c| c.name_any());
+    let unanswered = unrecorded(&made, without_handle, "snapcontent-", "snapshot-");
     for i in 9..12 {
         let name = format!("snap-{i}");
         snaps.snapshot_of_claim(&name, &format!("source-{}", i % 3), Some(&snapshot_class)).await;
@@ -270,18 +293,9 @@ async fn a_killed_snapshotter_leader_is_replaced_and_no_snapshot_is_made_twice()
         let snapshot = snaps.wait_snapshot(name, "ready", ready).await;
         expected.push(format!("snapshot-{}", snapshot.uid().unwrap()));
     }
-    let creations = world.creations(Kind::Snapshots);
-    assert_eq!(world.made_twice(Kind::Snapshots), Vec::<String>::new(), "no name made twice: {creations:#?}");
-    for name in &expected {
-        assert_eq!(creations.get(name).map(|c| c.created.len()), Some(1), "{name} made once: {creations:#?}");
-    }
+    let found_again = made_once(&world, Kind::Snapshots, &expected, &unanswered);
     let listed = world.csictl(&["list-snapshots"]);
     assert_eq!(listed.as_array().map_or(0, Vec::len), names.len(), "one storage snapshot per VolumeSnapshot: {listed}");
-    assert!(!unanswered.is_empty(), "the kill left snapshots without a handle in their contents");
-    for name in &unanswered {
-        assert!(creations[name].existing >= 1, "the successor found {name} by name: {creations:#?}");
-    }
-    let found_again: u64 = creations.values().map(|c| c.existing).sum();
     eprintln!(
         "handover {handover:?}; {} snapshots made without a recorded handle by the dead leader; CreateSnapshot \
          answered with an existing snapshot {found_again} times",
@@ -296,6 +310,96 @@ async fn a_killed_snapshotter_leader_is_replaced_and_no_snapshot_is_made_twice()
         snaps.gone(name).await;
     }
     eventually("the storage snapshots are deleted", TIMEOUT, || async {
+        world.csictl(&["list-snapshots"]).as_array().is_none_or(Vec::is_empty)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_killed_group_snapshotter_leader_is_replaced_and_no_group_is_made_twice() {
+    let _turn = SERIAL.lock().await;
+    install_snapshot_crds(&Cluster::shared().client().await).await;
+    let faults = fault_file("CreateVolumeGroupSnapshot");
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = World::new("failover-group", &[&fault_flag]).await;
+    let class = world.class("source", &[], "Delete").await;
+    let _provisioner = world.start_provisioner("csi-provisioner", &[]);
+    for name in ["a", "b"] {
+        labelled_claim(&world, name, &class, &[("app", "db")]).await;
+        world.bound(name).await;
+    }
+    let _controller = start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
+    // Members are served by a csi-snapshotter without the gate, beside the group sidecar's replicas.
+    let _snapshotter = start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[]).await;
+    let ns = world.ns().to_string();
+    let identity = SidecarIdentity::with_rules(
+        &world.client,
+        &ns,
+        "csi-group-snapshotter",
+        Rules::of(Sidecar::Snapshotter),
+        world.scenario.dir(),
+    )
+    .await;
+    let mut flags = election_flags(&ns);
+    flags.push(GATE.to_string());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let args = sidecar_args(&world, &identity, "csi-group-snapshotter", &flags);
+    let mut replicas = Replicas {
+        leases: Api::namespaced(world.client.clone(), &ns),
+        lease: sanitized(&format!("external-snapshotter-group-leader-{}", world.driver)),
+        replicas: Vec::new(),
+    };
+    for name in ["group-a", "group-b"] {
+        let process =
+            world.scenario.start_with_env(name, &binary("csi-group-snapshotter"), &args, &[("POD_NAME", name)]);
+        replicas.replicas.push((name.to_string(), process));
+    }
+    let leader = replicas.leader().await;
+
+    let groups = Groups::default_class(&world).await;
+    let mut names = Vec::new();
+    for i in 0..3 {
+        let name = format!("group-{i}");
+        groups.group(&name, serde_json::json!({"matchLabels": {"app": "db"}})).await;
+        names.push(name);
+    }
+    eventually("the leader has cut a group it has not answered for", TIMEOUT, || async {
+        !world.creations(Kind::GroupSnapshots).is_empty()
+    })
+    .await;
+    let (handover, made) = replicas.kill_and_hand_over(leader, || world.creations(Kind::GroupSnapshots)).await;
+    // Groups the dead leader made but never recorded (no handle in the content's status): the successor must find
+    // them by name. (Contents are `groupsnapcontent-<uid>`, CreateVolumeGroupSnapshot names `groupsnapshot-<uid>`.)
+    let contents = groups.contents().list(&ListParams::default()).await.unwrap().items;
+    let without_handle = contents
+        .iter()
+        .filter(|c| c.spec.volume_group_snapshot_ref.namespace.as_deref() == Some(ns.as_str()))
+        .filter(|c| c.status.as_ref().and_then(|s| s.volume_group_snapshot_handle.as_ref()).is_none())
+        .map(|c| c.name_any());
+    let unanswered = unrecorded(&made, without_handle, "groupsnapcontent-", "groupsnapshot-");
+
+    let mut expected = Vec::new();
+    for name in &names {
+        let group = groups.ready(name).await;
+        groups.ready_members(&group, 2).await;
+        expected.push(format!("groupsnapshot-{}", group.uid().unwrap()));
+    }
+    let found_again = made_once(&world, Kind::GroupSnapshots, &expected, &unanswered);
+    let members = world.csictl(&["list-snapshots"]);
+    assert_eq!(members.as_array().map_or(0, Vec::len), 2 * names.len(), "two members per group: {members}");
+    eprintln!(
+        "handover {handover:?}; {} groups made without a recorded handle by the dead leader; \
+         CreateVolumeGroupSnapshot answered with an existing group {found_again} times",
+        unanswered.len()
+    );
+
+    for name in &names {
+        groups.groups().delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in &names {
+        groups.gone(name).await;
+    }
+    eventually("the storage group snapshots are deleted", TIMEOUT, || async {
         world.csictl(&["list-snapshots"]).as_array().is_none_or(Vec::is_empty)
     })
     .await;

@@ -7,7 +7,8 @@
 //! `connect_driver`). Each test here checks that exit for one sidecar, then starts the sidecar again as the kubelet
 //! would and checks that every item pending at the loss (and those added while both were down) is finished, with
 //! nothing lost (every claim Bound, size or class applied, snapshot ready) and nothing leaked (no backend object
-//! without its API object, no name made twice: crate::backend).
+//! without its API object, no name made twice: crate::backend). The provisioner's test restarts the sidecar before the
+//! plugin, as a kubelet may: it waits for the socket rather than exiting again.
 //!
 //! The plugin holds each watched call for a minute before doing its work (a fault rule with latency), so the calls
 //! are surely in flight when it is killed; it comes back without faults.
@@ -101,8 +102,12 @@ async fn csi_provisioner_exits_on_driver_loss_and_its_restart_provisions_every_c
     world.claims().delete("claim-0", &DeleteParams::default()).await.unwrap();
     world.claim("claim-4", &class, None, "ReadWriteOnce").await;
     faults.clear();
+    // The kubelet may restart the sidecar before the driver is back: it waits for the socket (the dead plugin's file
+    // is still there, refusing connections) instead of exiting again.
+    let mut restarted = world.start_provisioner("csi-provisioner-restarted", &[]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(restarted.exited(), None, "a sidecar restarted before its driver waits for it");
     world.restart_plugin("hostpath-plugin-restarted", &[&faults.flag()]);
-    let _restarted = world.start_provisioner("csi-provisioner-restarted", &[]);
 
     let mut names = Vec::new();
     for i in 1..5 {

@@ -6,6 +6,7 @@
 //! bounded timeouts, and on failure prints the logs of every process it started.
 
 pub mod audit;
+pub mod backend;
 pub mod bench;
 mod cluster;
 pub mod driver_world;

@@ -110,6 +110,14 @@ impl Scenario {
             "-v=2".to_string(),
         ]
     }
+
+    /// Starts the hostpath-plugin `name` again on the socket and state directory [`Scenario::hostpath_plugin`] gave
+    /// it, after it was killed, as a kubelet restarts a driver container; its log goes to `<log_name>.log`.
+    pub fn hostpath_plugin_again(&mut self, name: &str, log_name: &str, extra_args: &[&str]) -> Process {
+        let mut args = self.hostpath_base_args(name, &self.path(&format!("{name}.sock")));
+        args.extend(extra_args.iter().map(|a| a.to_string()));
+        self.start(log_name, &binary("hostpath-plugin"), &args)
+    }
 }
 
 impl Drop for Scenario {

@@ -15,7 +15,14 @@ use crate::plugin::Config;
 use csi_client::quantity::parse_bytes;
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "hostpath-plugin", version, about = "Reference CSI plugin: volumes and snapshots in a directory")]
+// A flag given twice takes its last value, as Go's flag package does: a harness can append `-v=10` to a command line
+// that already sets `-v`.
+#[command(
+    name = "hostpath-plugin",
+    version,
+    about = "Reference CSI plugin: volumes and snapshots in a directory",
+    args_override_self = true
+)]
 pub struct Flags {
     /// CSI endpoint: unix:///path/to/csi.sock or a bare socket path. A stale socket file is removed.
     #[arg(long, default_value = "unix:///tmp/csi.sock")]
@@ -229,5 +236,12 @@ mod tests {
         for args in bad {
             assert!(Flags::try_parse_from(*args).is_err(), "{args:?}");
         }
+    }
+
+    #[test]
+    fn a_repeated_flag_takes_its_last_value_as_in_go() {
+        let args = normalize_go_style(["p", "-node-id=a", "-state-dir=/s", "-v=2", "--node-id=b", "-v=10"]);
+        let flags = Flags::try_parse_from(args).unwrap();
+        assert_eq!((flags.node_id.as_str(), flags.verbosity), ("b", 10));
     }
 }

@@ -16,6 +16,7 @@ use csi_client::proto::{
 };
 use tonic::{Request, Response, Status};
 
+use crate::creations::{Kind, Outcome};
 use crate::plugin::{Plugin, Shared};
 use crate::snapshots;
 use crate::state::{GroupSnapshot, Instant, State};
@@ -100,7 +101,11 @@ fn create(
                 existing.name, existing.id
             )));
         }
-        return Ok(CreateVolumeGroupSnapshotResponse { group_snapshot: Some(message(store.state(), existing)) });
+        let response = CreateVolumeGroupSnapshotResponse { group_snapshot: Some(message(store.state(), existing)) };
+        return store.update(|change| {
+            change.count_create(Kind::GroupSnapshot, &request.name, Outcome::Existing);
+            Ok(response)
+        });
     }
     store.update(|change| {
         if let Some(missing) = request.source_volume_ids.iter().find(|id| !change.state.volumes.contains_key(*id)) {
@@ -135,6 +140,7 @@ fn create(
         };
         let response = CreateVolumeGroupSnapshotResponse { group_snapshot: Some(message(change.state, &group)) };
         change.state.group_snapshots.insert(id, group);
+        change.count_create(Kind::GroupSnapshot, &request.name, Outcome::Created);
         Ok(response)
     })
 }

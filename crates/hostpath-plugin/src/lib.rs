@@ -8,10 +8,12 @@
 //! Layout: [`flags`] (command line), [`server`] (socket and services), [`plugin`] (the call path shared
 //! by every RPC), one module per service ([`identity`], [`controller`], [`group`], [`node`]), the RPC
 //! logic ([`volumes`], [`snapshots`]), request checks ([`capability`], [`topology`], [`mutable`],
-//! [`paging`]), and persistence ([`state`], [`storage`]).
+//! [`paging`]), persistence ([`state`], [`storage`]), and what each Create call did with its name
+//! ([`creations`], for tests that look for duplicated side effects).
 
 pub mod capability;
 pub mod controller;
+pub mod creations;
 pub mod faults;
 pub mod flags;
 pub mod group;

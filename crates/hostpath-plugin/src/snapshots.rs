@@ -13,6 +13,7 @@ use csi_client::proto::{
 };
 use tonic::Status;
 
+use crate::creations::{Kind, Outcome};
 use crate::paging::page;
 use crate::plugin::Shared;
 use crate::state::{Change, Instant, Snapshot};
@@ -40,10 +41,15 @@ pub fn create(shared: &Shared, request: CreateSnapshotRequest) -> Result<CreateS
                 existing.name, existing.id
             )));
         }
-        return Ok(CreateSnapshotResponse { snapshot: Some(message(existing)) });
+        let response = CreateSnapshotResponse { snapshot: Some(message(existing)) };
+        return store.update(|change| {
+            change.count_create(Kind::Snapshot, &request.name, Outcome::Existing);
+            Ok(response)
+        });
     }
     store.update(|change| {
         let snapshot = take(change, &request.source_volume_id, request.name.clone(), parameters, None, Instant::now())?;
+        change.count_create(Kind::Snapshot, &request.name, Outcome::Created);
         Ok(CreateSnapshotResponse { snapshot: Some(message(&snapshot)) })
     })
 }

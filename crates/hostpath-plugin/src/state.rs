@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tonic::Status;
 
+use crate::creations::{Creations, Kind, Outcome};
 use crate::prng::Prng;
 pub use crate::storage::AccessType;
 use crate::storage::Layout;
@@ -130,6 +131,9 @@ pub struct State {
     pub snapshots: BTreeMap<String, Snapshot>,
     #[serde(default)]
     pub group_snapshots: BTreeMap<String, GroupSnapshot>,
+    /// What each successful Create call did with its name (see [`crate::creations`]).
+    #[serde(default)]
+    pub creations: Creations,
 }
 
 impl Default for State {
@@ -140,6 +144,7 @@ impl Default for State {
             volumes: BTreeMap::new(),
             snapshots: BTreeMap::new(),
             group_snapshots: BTreeMap::new(),
+            creations: Creations::default(),
         }
     }
 }
@@ -200,6 +205,15 @@ impl Change<'_> {
     /// directory, so they never come from a request.
     pub fn new_id(&mut self) -> String {
         self.prng.uuid()
+    }
+
+    /// Counts a successful Create call in the same change as what it made, so the count is exactly as durable.
+    /// A second object made under one name is the duplicated side effect tests look for: worth a warning.
+    pub fn count_create(&mut self, kind: Kind, name: &str, outcome: Outcome) {
+        let made = self.state.creations.record(kind, name, outcome, Instant::now());
+        if made > 1 {
+            tracing::warn!(method = kind.method(), name, made, "a backend object was made again under this name");
+        }
     }
 }
 

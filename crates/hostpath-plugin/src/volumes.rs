@@ -22,6 +22,7 @@ use csi_client::proto::{
 use tonic::Status;
 
 use crate::capability::{access_type, requested_access_modes, requested_access_type, unsupported};
+use crate::creations::{Kind, Outcome};
 use crate::paging::page;
 use crate::plugin::{Config, Shared};
 use crate::state::{AccessType, ContentSource, Volume};
@@ -65,7 +66,11 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
             source: &source,
         };
         wanted.check(existing)?;
-        return Ok(CreateVolumeResponse { volume: Some(created_volume(existing, config)) });
+        let response = CreateVolumeResponse { volume: Some(created_volume(existing, config)) };
+        return store.update(|change| {
+            change.count_create(Kind::Volume, &request.name, Outcome::Existing);
+            Ok(response)
+        });
     }
     store.update(|change| {
         // The source decides the smallest size and must be of the same kind as the new volume.
@@ -123,6 +128,7 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
         };
         let response = CreateVolumeResponse { volume: Some(created_volume(&volume, config)) };
         change.state.volumes.insert(id, volume);
+        change.count_create(Kind::Volume, &request.name, Outcome::Created);
         Ok(response)
     })
 }

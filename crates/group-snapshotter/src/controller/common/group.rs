@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use kube::api::{Patch, PatchParams};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use sidecar_runtime::{Outcome, PlannedEvent};
@@ -129,7 +130,12 @@ async fn create_content(
     mut group: VolumeGroupSnapshot,
 ) -> Result<(VolumeGroupSnapshot, VolumeGroupSnapshotContent), Retry> {
     let namespace = group.namespace().unwrap_or_default();
-    let claims = shared.stores.claims_in(&namespace);
+    // A fresh list, not the watch cache: the members are fixed once the content is written, and a claim the cache
+    // has not seen yet (created just before the group) would be left out of the group for good.
+    let claims = Api::<PersistentVolumeClaim>::namespaced(shared.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await?
+        .items;
     let selected = {
         let volumes = shared.stores.volumes.state();
         select_volumes(&group, &claims, |name| volumes.iter().find(|v| v.name_any() == name).map(|v| &**v))

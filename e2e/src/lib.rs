@@ -20,6 +20,7 @@ pub mod provisioner_world;
 mod rbac;
 mod reference_grant_crd;
 pub mod resizer_world;
+pub mod sidecar_mode;
 mod snapshot_crds;
 pub mod snapshot_world;
 mod wait;

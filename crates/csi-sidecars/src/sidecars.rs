@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
+use sidecar_runtime::flags::try_parse_from;
 use sidecar_runtime::{Driver, SetupError, Sidecar, SidecarLoop};
 
 use crate::flags::Kind;
@@ -42,7 +43,6 @@ impl Configured {
         let sidecar = kind.name();
         let flags = |source| ConfigError::Flags { sidecar, source };
         let refused = |source| ConfigError::Refused { sidecar, source };
-        use sidecar_runtime::flags::try_parse_from;
         Ok(match kind {
             Kind::Provisioner => {
                 let words = argv.iter().map(|a| a.to_string_lossy().into_owned());

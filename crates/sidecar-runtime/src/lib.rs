@@ -6,7 +6,8 @@
 //! - [`kube_client`] and [`rate_limit`]: the Kubernetes client with client-go's QPS/burst limit.
 //! - [`leader_election`]: Lease-based leader election that interoperates with client-go.
 //! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`.
-//! - [`watch`]: watch caches and the loop that fills them before any worker starts.
+//! - [`watch`]: watch caches, one per kind for the whole process ([`watch::CacheProvider`]), and the loop that
+//!   fills them before any worker starts.
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
 //! - [`names`]: Kubernetes and CSI names more than one sidecar uses.
 //! - [`object_names`]: Kubernetes' DNS-1123 rules for the names and namespaces templates resolve to.

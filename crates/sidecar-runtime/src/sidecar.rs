@@ -31,7 +31,7 @@ use crate::logging::LoggingError;
 use crate::queue::QueueMetrics;
 use crate::run::{self, LeadershipLost, RELEASE_LEADER_ELECTION_ON_EXIT};
 use crate::shutdown::Shutdown;
-use crate::supervise::{SidecarFailure, SidecarLoop, supervise};
+use crate::supervise::{self, SidecarFailure, SidecarLoop, supervise};
 use crate::watch::CacheProvider;
 
 /// `$POD_NAME`, the leader-election identity when set: in a pod it is the hostname (upstream's identity), and it also
@@ -198,7 +198,7 @@ impl Sidecar {
         }
         let release = self.feature_gates().enabled(RELEASE_LEADER_ELECTION_ON_EXIT, false);
         if let Some(lease) = shared_lease {
-            let names = loops.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join(",");
+            let names = supervise::names(&loops);
             let elector = self.elector(lease, self.leader_status.clone())?;
             let led = run::run_with_leader_election(elector, &self.shutdown, release, drain, supervised(loops)).await;
             return led.map_err(|_| fail(SidecarFailure::LeadershipLost(names)));

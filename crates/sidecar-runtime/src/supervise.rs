@@ -96,6 +96,11 @@ pub async fn supervise(loops: Vec<SidecarLoop>, stop: CancellationToken, alone: 
     Ok(())
 }
 
+/// The sidecars' names, comma-separated (as `--sidecars` takes them).
+pub(crate) fn names(loops: &[SidecarLoop]) -> String {
+    loops.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join(",")
+}
+
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     match payload.downcast::<String>() {
         Ok(message) => *message,

@@ -279,9 +279,10 @@ fn tokenize(argv: impl Iterator<Item = OsString>, union: &clap::Command) -> Resu
 /// Whether `--name value` (two arguments) is how the flag takes its value: not for booleans, which take theirs
 /// only after `=`, as in Go.
 fn takes_separate_value(union: &clap::Command, name: &str) -> bool {
-    union.get_arguments().find(|arg| arg.get_long() == Some(name)).is_some_and(|arg| {
-        arg.get_action().takes_values() && !arg.is_require_equals_set() && !name.eq_ignore_ascii_case("help")
-    })
+    union
+        .get_arguments()
+        .find(|arg| arg.get_long() == Some(name))
+        .is_some_and(|arg| arg.get_action().takes_values() && !arg.is_require_equals_set())
 }
 
 #[cfg(test)]

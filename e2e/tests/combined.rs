@@ -1,6 +1,7 @@
 //! `csi-sidecars`: several sidecars in one process against the real control plane. One process provisions, expands
-//! and snapshots a claim, serving every sidecar's metrics on one endpoint and leading each sidecar's own Lease; and a
-//! sidecar that loses its Lease takes the whole process down with a message naming it.
+//! and snapshots a claim, serving every sidecar's metrics on one endpoint and leading each sidecar's own Lease (or,
+//! with `--leader-election-shared`, one Lease for all); and a sidecar that loses its Lease takes the whole process
+//! down with a message naming it.
 
 use std::time::Duration;
 
@@ -151,4 +152,20 @@ async fn a_sidecar_that_loses_its_lease_stops_the_whole_process_naming_it() {
     assert_eq!(status, 1, "exit status");
     let log = process.log();
     assert!(log.contains("sidecar resizer: leader election lost"), "the message names the sidecar:\n{log}");
+}
+
+#[tokio::test]
+async fn with_a_shared_lease_one_lease_covers_every_sidecar() {
+    let mut world = World::new("combined-shared", &[]).await;
+    let identity = world.identity_with("csi-sidecars", union_rules(&[Sidecar::Provisioner, Sidecar::Resizer])).await;
+    let _process = start(&mut world, &identity, "provisioner,resizer", free_port(), &["--leader-election-shared"]);
+    let suffix = lease_suffix(&world.driver);
+    lease_holder(&world.client, world.ns(), &format!("csi-sidecars-{suffix}")).await;
+    let class = world.class("shared", &[], "Delete").await;
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    world.bound("data").await;
+    let leases: Api<Lease> = Api::namespaced(world.client.clone(), world.ns());
+    for own in [suffix.clone(), format!("external-resizer-{suffix}")] {
+        assert!(leases.get_opt(&own).await.unwrap().is_none(), "no Lease {own} of its own");
+    }
 }

@@ -2,7 +2,7 @@
 # writes into target/image/csi-sidecars.oci.tar (a static binary at /<name>, user 65532:65532, no shell).
 #
 #   docker build --target csi-provisioner -t REGISTRY/csi-provisioner:TAG .
-#   (targets: csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter)
+#   (targets: csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-sidecars)
 #
 # buildah, kaniko and `docker buildx` read this file as it is. linux/amd64 only (the static gnu target).
 
@@ -13,13 +13,14 @@ COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked \
-      --target x86_64-unknown-linux-gnu -p provisioner -p resizer -p snapshot-binaries \
+      --target x86_64-unknown-linux-gnu -p provisioner -p resizer -p snapshot-binaries -p csi-sidecars \
       --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin snapshot-controller \
-      --bin csi-group-snapshotter \
+      --bin csi-group-snapshotter --bin csi-sidecars \
  && mkdir /out \
  && cp target/x86_64-unknown-linux-gnu/release/csi-provisioner target/x86_64-unknown-linux-gnu/release/csi-resizer \
        target/x86_64-unknown-linux-gnu/release/csi-snapshotter target/x86_64-unknown-linux-gnu/release/snapshot-controller \
-       target/x86_64-unknown-linux-gnu/release/csi-group-snapshotter /out/
+       target/x86_64-unknown-linux-gnu/release/csi-group-snapshotter target/x86_64-unknown-linux-gnu/release/csi-sidecars \
+       /out/
 
 FROM scratch AS csi-provisioner
 COPY --from=build --chmod=0755 /out/csi-provisioner /csi-provisioner
@@ -45,3 +46,8 @@ FROM scratch AS csi-group-snapshotter
 COPY --from=build --chmod=0755 /out/csi-group-snapshotter /csi-group-snapshotter
 USER 65532:65532
 ENTRYPOINT ["/csi-group-snapshotter"]
+
+FROM scratch AS csi-sidecars
+COPY --from=build --chmod=0755 /out/csi-sidecars /csi-sidecars
+USER 65532:65532
+ENTRYPOINT ["/csi-sidecars"]

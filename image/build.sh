@@ -18,8 +18,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET_TRIPLE=x86_64-unknown-linux-gnu
 # The binaries of the image, each with its package.
-BINARIES=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter)
-PACKAGES=(provisioner resizer snapshot-binaries)
+BINARIES=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-sidecars)
+PACKAGES=(provisioner resizer snapshot-binaries csi-sidecars)
 BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/$TARGET_TRIPLE/release"
 OUT_DIR="$ROOT/target/image"
 ARCHIVE="$OUT_DIR/csi-sidecars.oci.tar"

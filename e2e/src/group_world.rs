@@ -10,7 +10,8 @@ use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot};
 
 use crate::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim};
-use crate::{Process, Rules, Sidecar, SidecarIdentity, binary, wait_for};
+use crate::sidecar_mode::sidecar_command;
+use crate::{Process, Rules, Sidecar, SidecarIdentity, wait_for};
 
 pub const IN_GROUP: &str = "snapshot.storage.kubernetes.io/volumesnapshot-in-group-protection";
 pub const GROUP_BOUND: &str = "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-bound-protection";
@@ -28,7 +29,8 @@ pub async fn start_with(world: &mut World, sidecar: Sidecar, name: &str, extra: 
     let identity =
         SidecarIdentity::with_rules(&world.client, world.ns(), name, Rules::of(sidecar), world.scenario.dir()).await;
     let args = sidecar_args(world, &identity, name, extra);
-    let process = world.scenario.start(name, &binary(name), &args);
+    let (program, args) = sidecar_command(name, args);
+    let process = world.scenario.start(name, &program, &args);
     (process, identity)
 }
 

@@ -20,6 +20,7 @@ pub mod provisioner_world;
 mod rbac;
 mod reference_grant_crd;
 pub mod resizer_world;
+pub mod sidecar_mode;
 mod snapshot_crds;
 pub mod snapshot_world;
 mod wait;
@@ -32,3 +33,13 @@ pub use rbac::{Rules, Sidecar, SidecarIdentity, account_kubeconfig, policy_rule}
 pub use reference_grant_crd::install_reference_grant_crd;
 pub use snapshot_crds::install_snapshot_crds;
 pub use wait::{eventually, wait_for};
+
+/// The binaries the project ships, each an image of its own (`make image`) with its `--help` in the README.
+pub const SHIPPED_BINARIES: [&str; 6] = [
+    "csi-provisioner",
+    "csi-resizer",
+    "csi-snapshotter",
+    "snapshot-controller",
+    "csi-group-snapshotter",
+    "csi-sidecars",
+];

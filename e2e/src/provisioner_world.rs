@@ -22,6 +22,7 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 
 use crate::driver_world::DriverWorld;
+use crate::sidecar_mode::sidecar_command;
 use crate::{Process, Rules, Sidecar, SidecarIdentity, binary, eventually, wait_for};
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
@@ -82,14 +83,16 @@ impl ProvisionerWorld {
     pub fn start_provisioner(&mut self, name: &str, extra: &[&str]) -> Process {
         let args = self.provisioner_args(extra);
         let ns = self.ns().to_string();
-        self.scenario.start_with_env(name, &binary("csi-provisioner"), &args, &[("POD_NAMESPACE", &ns)])
+        let (program, args) = sidecar_command("csi-provisioner", args);
+        self.scenario.start_with_env(name, &program, &args, &[("POD_NAMESPACE", &ns)])
     }
 
     /// A provisioner running as `identity` instead of the world's.
     pub fn start_provisioner_as(&mut self, name: &str, identity: &SidecarIdentity, extra: &[&str]) -> Process {
         let args = self.provisioner_args_as(identity, extra);
         let ns = self.ns().to_string();
-        self.scenario.start_with_env(name, &binary("csi-provisioner"), &args, &[("POD_NAMESPACE", &ns)])
+        let (program, args) = sidecar_command("csi-provisioner", args);
+        self.scenario.start_with_env(name, &program, &args, &[("POD_NAMESPACE", &ns)])
     }
 
     /// The in-flight journal's Lease name (README, "In-flight journal"): the leader-election Lease's, `-in-flight`.

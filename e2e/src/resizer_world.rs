@@ -22,7 +22,8 @@ use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostPa
 use serde_json::json;
 
 use crate::driver_world::DriverWorld;
-use crate::{Process, Sidecar, binary, eventually, wait_for};
+use crate::sidecar_mode::sidecar_command;
+use crate::{Process, Sidecar, eventually, wait_for};
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -62,7 +63,8 @@ impl ResizerWorld {
             "-v=5".to_string(),
         ];
         args.extend(extra.iter().map(|a| a.to_string()));
-        self.scenario.start(name, &binary("csi-resizer"), &args)
+        let (program, args) = sidecar_command("csi-resizer", args);
+        self.scenario.start(name, &program, &args)
     }
 
     pub fn claims(&self) -> Api<PersistentVolumeClaim> {

@@ -16,6 +16,7 @@ use snapshot_api::{
 };
 
 use crate::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
+use crate::sidecar_mode::sidecar_command;
 use crate::{Process, Sidecar, SidecarIdentity, binary, eventually, wait_for};
 
 const DEFAULT_CLASS: &str = "snapshot.storage.kubernetes.io/is-default-class";
@@ -227,6 +228,7 @@ pub async fn start_csi_snapshotter(world: &mut World) -> (Process, SidecarIdenti
         "--retry-interval-max=2s".to_string(),
         "-v=5".to_string(),
     ];
-    let process = world.scenario.start("csi-snapshotter", &binary("csi-snapshotter"), &args);
+    let (program, args) = sidecar_command("csi-snapshotter", args);
+    let process = world.scenario.start("csi-snapshotter", &program, &args);
     (process, identity)
 }

@@ -213,3 +213,106 @@ async fn both_charts_install_and_their_sidecars_work_under_the_chart_accounts() 
     leader_election_healthy(port).await;
     lease_held(&client, &ns, "snapshot-controller-leader").await;
 }
+
+/// `mode: combined`, full values: what the chart renders, with the flags of the full values' sidecars.
+fn combined_render() -> Vec<serde_json::Value> {
+    let full = Chart::CsiSidecars.full_values().display().to_string();
+    let values = ["-f".to_string(), full, "--set".into(), "mode=combined".into()];
+    documents(&template(Chart::CsiSidecars, "r", "storage", &values).unwrap())
+}
+
+#[test]
+fn the_combined_mode_runs_one_container_with_each_sidecars_flags_prefixed() {
+    let combined = combined_render();
+    let deployment = combined.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let containers = deployment["spec"]["template"]["spec"]["containers"].as_array().unwrap();
+    let names: Vec<&str> = containers.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["driver", "csi-sidecars"]);
+    let container = &containers[1];
+    assert_eq!(container["image"], "registry.example.com/storage/csi-sidecars:0.1.0");
+    let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    for expected in [
+        "--sidecars=provisioner,resizer,snapshotter",
+        "--http-endpoint=:8080",
+        "--leader-election=true",
+        "--leader-election-shared=false",
+        "--provisioner.timeout=10s",
+        "--resizer.timeout=10s",
+        "--snapshotter.timeout=1m",
+        "--snapshotter.feature-gates=CSIVolumeGroupSnapshot=true",
+        "--provisioner.extra-create-metadata",
+        "--provisioner.default-fstype=ext4",
+        "--resizer.handle-volume-inuse-error=false",
+    ] {
+        assert!(args.contains(&expected), "{expected} missing: {args:?}");
+    }
+    assert_eq!(args.iter().filter(|a| a.starts_with("--csi-address")).count(), 1, "process flags once: {args:?}");
+    let security = &container["securityContext"];
+    assert_eq!(security["runAsNonRoot"], true);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    for probe in ["livenessProbe", "readinessProbe"] {
+        assert_eq!(container[probe]["httpGet"]["path"], "/healthz/leader-election", "{probe}");
+        assert_eq!(container[probe]["httpGet"]["port"], "sidecars", "{probe}");
+    }
+    let service = combined.iter().find(|d| d["kind"] == "Service").unwrap();
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{"name": "sidecars", "port": 8080, "targetPort": "sidecars", "protocol": "TCP"}])
+    );
+    let monitor = combined.iter().find(|d| d["kind"] == "ServiceMonitor").unwrap();
+    assert_eq!(monitor["spec"]["endpoints"].as_array().unwrap().len(), 1);
+
+    // The same rules as the separate containers: the union of the enabled sidecars', for the one ServiceAccount.
+    let full = Chart::CsiSidecars.full_values().display().to_string();
+    let separate = documents(&template(Chart::CsiSidecars, "r", "storage", &["-f".into(), full]).unwrap());
+    let rules = |rendered: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        rendered.iter().filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role").cloned().collect()
+    };
+    assert_eq!(rules(&combined), rules(&separate));
+}
+
+#[tokio::test]
+async fn the_combined_mode_is_accepted_by_the_api_server() {
+    let client = Cluster::shared().client().await;
+    install_snapshot_crds(&client).await;
+    install_service_monitor_crd(&client).await;
+    let ns = csi_sidecars_e2e::TestNamespace::create(&client, "chart-combined").await;
+    let full = Chart::CsiSidecars.full_values().display().to_string();
+    let values = ["-f".to_string(), full, "--set".into(), "mode=combined".into()];
+    let rendered = template(Chart::CsiSidecars, "dry-run", ns.name(), &values).unwrap();
+    let applied = dry_run_apply(ns.name(), &rendered).unwrap_or_else(|e| panic!("mode=combined refused: {e}"));
+    assert_eq!(applied.lines().count(), documents(&rendered).len(), "one line per object:\n{applied}");
+}
+
+#[tokio::test]
+async fn the_combined_process_works_with_the_charts_args_under_the_charts_account() {
+    let mut world = ProvisionerWorld::new("chart-combined", &[]).await;
+    let client = world.client.clone();
+    install_snapshot_crds(&client).await;
+    let ns = world.ns().to_string();
+    let driver = world.driver.clone();
+    let values = ["driver.name", "mode", "snapshotter.enabled"]
+        .into_iter()
+        .zip([driver.as_str(), "combined", "true"])
+        .flat_map(|(key, value)| ["--set".to_string(), format!("{key}={value}")])
+        .collect::<Vec<_>>();
+    let sidecars = Release::install(Chart::CsiSidecars, &ns, &ns, &values);
+
+    let account = format!("{ns}-csi-sidecars");
+    let probe = policy_rule("", "persistentvolumes", "create");
+    let kubeconfig = account_kubeconfig(&client, &ns, &account, &probe, world.scenario.dir()).await;
+    let socket = world.socket.display().to_string();
+    let vars = [("ADDRESS", socket.as_str()), ("NAMESPACE", ns.as_str())];
+    let port = free_port();
+    let args = on_this_host(container_args(&sidecars.manifest(), "csi-sidecars", &vars), port, &kubeconfig);
+    let _process = world.scenario.start("csi-sidecars", &binary("csi-sidecars"), &args);
+    leader_election_healthy(port).await;
+    let lease = driver.replace('.', "-");
+    for name in [lease.clone(), format!("external-resizer-{lease}"), format!("external-snapshotter-leader-{lease}")] {
+        lease_held(&client, &ns, &name).await;
+    }
+    world.node("n1").await;
+    let class = world.class("chart", &[], "Delete").await;
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    world.bound("data").await;
+}

@@ -3,10 +3,8 @@
 
 use std::process::Command;
 
-use csi_sidecars_e2e::{binary, repo_root};
+use csi_sidecars_e2e::{SHIPPED_BINARIES as BINARIES, binary, repo_root};
 
-const BINARIES: [&str; 5] =
-    ["csi-provisioner", "csi-resizer", "csi-snapshotter", "snapshot-controller", "csi-group-snapshotter"];
 const END: &str = "<!-- /flag-reference -->";
 
 fn help(name: &str) -> String {

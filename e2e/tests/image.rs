@@ -9,11 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use csi_sidecars_e2e::repo_root;
+use csi_sidecars_e2e::{SHIPPED_BINARIES as BINARIES, repo_root};
 use serde_json::Value;
-
-const BINARIES: [&str; 5] =
-    ["csi-provisioner", "csi-resizer", "csi-snapshotter", "snapshot-controller", "csi-group-snapshotter"];
 
 fn archive() -> PathBuf {
     let path = repo_root().join("target/image/csi-sidecars.oci.tar");

@@ -74,6 +74,12 @@ impl CsiClient {
     }
 
     /// Caps logged responses at `max` characters (0 = no cap).
+    /// The same connection and metrics with another call timeout: several sidecars in one process share the driver
+    /// connection, each with its own `--timeout`.
+    pub fn with_timeout(&self, timeout: Duration) -> CsiClient {
+        CsiClient { timeout, ..self.clone() }
+    }
+
     pub fn with_max_log_length(mut self, max: usize) -> Self {
         self.max_log_length = max;
         self

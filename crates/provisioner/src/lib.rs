@@ -6,4 +6,5 @@
 //! - [`flags`]: the upstream command line.
 pub mod controller;
 pub mod flags;
+pub mod start;
 pub mod translate;

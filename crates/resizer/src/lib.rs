@@ -8,4 +8,5 @@
 
 pub mod controller;
 pub mod flags;
+pub mod start;
 pub mod translate;

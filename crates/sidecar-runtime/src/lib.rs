@@ -6,7 +6,8 @@
 //! - [`kube_client`] and [`rate_limit`]: the Kubernetes client with client-go's QPS/burst limit.
 //! - [`leader_election`]: Lease-based leader election that interoperates with client-go.
 //! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`.
-//! - [`watch`]: watch caches and the loop that fills them before any worker starts.
+//! - [`watch`]: watch caches, one per kind for the whole process ([`watch::CacheProvider`]), and the loop that
+//!   fills them before any worker starts.
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
 //! - [`names`]: Kubernetes and CSI names more than one sidecar uses.
 //! - [`object_names`]: Kubernetes' DNS-1123 rules for the names and namespaces templates resolve to.
@@ -17,6 +18,7 @@
 //! - [`journal`]: work in flight remembered in one Lease, written with group commit.
 //! - [`logging`]: tracing to stderr, text or JSON, verbosity from `-v`.
 //! - [`shutdown`] and [`run`]: SIGTERM handling, draining, leading while running.
+//! - [`supervise`]: one or several sidecars' controllers in one process, which stops when one of them fails.
 //! - [`Sidecar::connect_driver`]: the CSI driver connection every sidecar opens the same way.
 //! - [`Sidecar`]: the handful of calls a sidecar's `main.rs` makes.
 
@@ -36,9 +38,11 @@ pub mod queue;
 pub mod rate_limit;
 pub mod run;
 pub mod secrets;
+pub mod setup;
 pub mod shutdown;
 mod sidecar;
 pub mod snapshot_operations;
+pub mod supervise;
 pub mod update;
 pub mod watch;
 
@@ -47,5 +51,7 @@ pub use events::{EventRecorder, EventType, PlannedEvent, object_reference};
 pub use flags::{CommonArgs, FeatureGates, LoggingFormat, RetryArgs};
 pub use queue::{Outcome, QueueMetrics, RetryPolicy, WorkItem, WorkQueue};
 pub use run::{LeadershipLost, RELEASE_LEADER_ELECTION_ON_EXIT};
+pub use setup::{SetupError, SetupResult};
 pub use shutdown::Shutdown;
 pub use sidecar::{Sidecar, StartError};
+pub use supervise::{SidecarFailure, SidecarLoop};

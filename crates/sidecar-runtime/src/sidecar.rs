@@ -10,6 +10,9 @@
 //! let lease = leader_election::provisioner_lease_name(&driver);
 //! sidecar.run(&lease, args.timeout, |stop| controller.run(stop)).await?;
 //! ```
+//!
+//! A sidecar crate's `start` does the middle steps into a [`SidecarLoop`]; `csi-sidecars` starts several on one
+//! `Sidecar` (one driver connection, one cache per kind, one `/metrics`) and runs them with [`Sidecar::run_all`].
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -25,8 +28,11 @@ use crate::http::{HttpError, HttpOptions};
 use crate::kube_client::{KubeClientError, KubeClientOptions};
 use crate::leader_election::{self, LeaderElectionConfig, LeaderElector, LeaderStatus};
 use crate::logging::LoggingError;
-use crate::run::{self, RELEASE_LEADER_ELECTION_ON_EXIT};
+use crate::queue::QueueMetrics;
+use crate::run::{self, LeadershipLost, RELEASE_LEADER_ELECTION_ON_EXIT};
 use crate::shutdown::Shutdown;
+use crate::supervise::{self, SidecarFailure, SidecarLoop, supervise};
+use crate::watch::CacheProvider;
 
 /// `$POD_NAME`, the leader-election identity when set: in a pod it is the hostname (upstream's identity), and it also
 /// tells apart replicas that share a host.
@@ -57,6 +63,8 @@ pub struct Sidecar {
     leader_status: LeaderStatus,
     leader_identity: Option<String>,
     shutdown: Shutdown,
+    caches: CacheProvider,
+    queue_metrics: Option<QueueMetrics>,
 }
 
 impl Sidecar {
@@ -81,6 +89,8 @@ impl Sidecar {
             leader_status: LeaderStatus::new(),
             leader_identity: pod_name(),
             shutdown,
+            caches: CacheProvider::default(),
+            queue_metrics: None,
         })
     }
 
@@ -117,6 +127,21 @@ impl Sidecar {
         self.registry.as_mut().expect("register metrics before serve_http")
     }
 
+    /// The process's watch caches, one per kind, shared by every controller that asks.
+    pub fn caches(&self) -> CacheProvider {
+        self.caches.clone()
+    }
+
+    /// The workqueue metric families, registered once however many sidecars run here.
+    pub fn queue_metrics(&mut self) -> QueueMetrics {
+        if let Some(metrics) = &self.queue_metrics {
+            return metrics.clone();
+        }
+        let metrics = QueueMetrics::register(self.registry());
+        self.queue_metrics = Some(metrics.clone());
+        metrics
+    }
+
     /// Overrides the leader-election identity (default: `$POD_NAME`, else the
     /// hostname). Only for tests and tools that run several electors on one host.
     pub fn set_leader_identity(&mut self, identity: impl Into<String>) {
@@ -141,13 +166,62 @@ impl Sidecar {
     /// If the Lease is lost, the process exits 1 at once, as upstream.
     pub async fn run<F, Fut>(self, lease_name: &str, drain: Duration, controllers: F) -> Result<(), StartError>
     where
-        F: FnOnce(CancellationToken) -> Fut,
-        Fut: Future<Output = ()>,
+        F: FnOnce(CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
     {
+        let sidecar = SidecarLoop::new(lease_name, lease_name, drain, controllers);
+        self.run_all(vec![sidecar], None).await
+    }
+
+    /// Runs every sidecar until shutdown. With `--leader-election` each leads under its own Lease, or all under
+    /// `shared_lease` when given. A sidecar that fails ([`SidecarFailure`]) ends the process with exit status 1
+    /// and a message naming it; a single sidecar keeps upstream's behaviour and message.
+    pub async fn run_all(self, loops: Vec<SidecarLoop>, shared_lease: Option<&str>) -> Result<(), StartError> {
+        let alone = loops.len() == 1;
+        let drain = loops.iter().map(|l| l.drain).max().unwrap_or_default();
+        let fail = move |failure: SidecarFailure| -> ! {
+            match failure {
+                SidecarFailure::LeadershipLost(_) if alone => LeadershipLost.exit(),
+                failure => failure.exit(),
+            }
+        };
+        let supervised = move |loops: Vec<SidecarLoop>| {
+            move |stop: CancellationToken| async move {
+                if let Err(failure) = supervise(loops, stop, alone).await {
+                    fail(failure)
+                }
+            }
+        };
         if !self.args.leader_election {
-            run::run_without_leader_election(&self.shutdown, drain, controllers).await;
+            run::run_without_leader_election(&self.shutdown, drain, supervised(loops)).await;
             return Ok(());
         }
+        let release = self.feature_gates().enabled(RELEASE_LEADER_ELECTION_ON_EXIT, false);
+        if let Some(lease) = shared_lease {
+            let names = supervise::names(&loops);
+            let elector = self.elector(lease, self.leader_status.clone())?;
+            let led = run::run_with_leader_election(elector, &self.shutdown, release, drain, supervised(loops)).await;
+            return led.map_err(|_| fail(SidecarFailure::LeadershipLost(names)));
+        }
+        let mut each = Vec::new();
+        for (index, sidecar) in loops.into_iter().enumerate() {
+            // The first Lease reports through the process's status; the others through statuses beside it.
+            let status = if index == 0 { self.leader_status.clone() } else { self.leader_status.another_lease() };
+            let elector = self.elector(&sidecar.lease, status)?;
+            let (name, drain) = (sidecar.name.clone(), sidecar.drain);
+            let shutdown = &self.shutdown;
+            each.push(async move {
+                let led = run::run_with_leader_election(elector, shutdown, release, drain, supervised(vec![sidecar]));
+                if led.await.is_err() {
+                    fail(SidecarFailure::LeadershipLost(name))
+                }
+            });
+        }
+        futures::future::join_all(each).await;
+        Ok(())
+    }
+
+    fn elector(&self, lease_name: &str, status: LeaderStatus) -> Result<LeaderElector, StartError> {
         let mut config = LeaderElectionConfig::from_args(&self.args, lease_name)?;
         if let Some(identity) = &self.leader_identity {
             config.identity = leader_election::sanitize_name(identity);
@@ -159,11 +233,6 @@ impl Sidecar {
             self.args.kube_api_qps,
             self.args.kube_api_burst,
         )?;
-        let elector = LeaderElector::new(client, config, self.leader_status.clone());
-        let release = self.feature_gates().enabled(RELEASE_LEADER_ELECTION_ON_EXIT, false);
-        match run::run_with_leader_election(elector, &self.shutdown, release, drain, controllers).await {
-            Ok(()) => Ok(()),
-            Err(lost) => lost.exit(),
-        }
+        Ok(LeaderElector::new(client, config, status))
     }
 }

@@ -9,12 +9,12 @@ use snapshotter::flags::sidecar::Args;
 
 /// Whether the driver offers CreateVolumeGroupSnapshot, DeleteVolumeGroupSnapshot and GetVolumeGroupSnapshot.
 /// A driver without a GroupController service answers Unimplemented: that is "no", not an error.
-pub async fn driver_has_group_snapshots(csi: &CsiClient) -> anyhow::Result<bool> {
+pub async fn driver_has_group_snapshots(csi: &CsiClient) -> bool {
     match csi.group_controller_capabilities().await {
-        Ok(capabilities) => Ok(capabilities.has(GroupControllerCapability::CreateDeleteGetVolumeGroupSnapshot)),
+        Ok(capabilities) => capabilities.has(GroupControllerCapability::CreateDeleteGetVolumeGroupSnapshot),
         Err(err) => {
             tracing::warn!(error = %err, "GroupControllerGetCapabilities failed: no group snapshots");
-            Ok(false)
+            false
         }
     }
 }

@@ -41,6 +41,7 @@ use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Resource;
 use sidecar_runtime::journal::{Journal, JournalOptions};
 use sidecar_runtime::update::Updated;
+use sidecar_runtime::watch::CacheProvider;
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
@@ -78,6 +79,8 @@ pub struct Options {
 pub struct Controller {
     shared: Arc<Shared>,
     feeds: Feeds,
+    /// Where the caches come from, should `with_capacity` need more of them.
+    caches: CacheProvider,
 }
 
 struct Shared {
@@ -108,8 +111,10 @@ struct Shared {
 }
 
 impl Controller {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: kube::Client,
+        caches: CacheProvider,
         csi: CsiClient,
         provisioner: Provisioner,
         events: EventRecorder,
@@ -119,7 +124,7 @@ impl Controller {
     ) -> Controller {
         // Node mode takes its topology from NodeGetInfo, not from watching every Node (item 70).
         let topology = provisioner.supports_topology() && provisioner.node_deployment.is_none();
-        let (stores, feeds) = Stores::new(topology, attaches(&provisioner));
+        let (stores, feeds) = Stores::new(&caches, topology, attaches(&provisioner));
         let shared = Shared {
             client,
             csi,
@@ -138,7 +143,7 @@ impl Controller {
             metrics,
             capacity: None,
         };
-        Controller { shared: Arc::new(shared), feeds }
+        Controller { shared: Arc::new(shared), feeds, caches }
     }
 
     /// Publishes CSIStorageCapacity with `capacity`. Call before [`Controller::run`].
@@ -146,7 +151,7 @@ impl Controller {
         let shared = Arc::get_mut(&mut self.shared).expect("with_capacity is called before the controller runs");
         // Central capacity needs the segments of every node, whether or not provisioning uses topology.
         if shared.provisioner.node_deployment.is_none() {
-            (shared.stores, self.feeds) = Stores::new(true, attaches(&shared.provisioner));
+            (shared.stores, self.feeds) = Stores::new(&self.caches, true, attaches(&shared.provisioner));
         }
         shared.capacity = Some(Arc::new(capacity));
         self

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
 use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
-use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
+use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
 
 use super::{ClaimKey, Shared};
 use crate::translate::claim_filter::claim_class_name;
@@ -40,13 +40,14 @@ pub struct Feeds {
 }
 
 impl Stores {
-    pub fn new(topology: bool, attachments: bool) -> (Stores, Feeds) {
-        let (claims, claims_feed) = watch::cache();
-        let (volumes, volumes_feed) = watch::cache();
-        let (classes, classes_feed) = watch::cache();
-        let (csi_nodes, csi_nodes_feed) = watch::optional_cache(topology);
-        let (nodes, nodes_feed) = watch::optional_cache(topology);
-        let (attachments, attachments_feed) = watch::optional_cache(attachments);
+    /// The caches from the process's provider: shared with the other sidecars of a `csi-sidecars` process.
+    pub fn new(caches: &CacheProvider, topology: bool, attachments: bool) -> (Stores, Feeds) {
+        let (claims, claims_feed) = caches.cache();
+        let (volumes, volumes_feed) = caches.cache();
+        let (classes, classes_feed) = caches.cache();
+        let (csi_nodes, csi_nodes_feed) = caches.optional_cache(topology);
+        let (nodes, nodes_feed) = caches.optional_cache(topology);
+        let (attachments, attachments_feed) = caches.optional_cache(attachments);
         let feeds = Feeds {
             claims: claims_feed,
             volumes: volumes_feed,

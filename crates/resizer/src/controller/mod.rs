@@ -11,6 +11,7 @@ mod metrics;
 mod modify;
 mod stores;
 
+use sidecar_runtime::watch::CacheProvider;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,6 +77,7 @@ pub(crate) struct Shared {
 impl Controller {
     pub fn new(
         client: kube::Client,
+        caches: &CacheProvider,
         csi: CsiClient,
         events: EventRecorder,
         options: Options,
@@ -83,7 +85,7 @@ impl Controller {
         metrics: ResizerMetrics,
     ) -> Controller {
         let queue = WorkQueue::with_optional_metrics("resizer", options.retry, queue_metrics);
-        let (stores, feeds) = Stores::new(options.modification.is_some(), options.handle_volume_inuse_error);
+        let (stores, feeds) = Stores::new(caches, options.modification.is_some(), options.handle_volume_inuse_error);
         let memory = Memory::new(options.retry.max);
         let shared = Shared { client, csi, events, options, stores, queue, memory, metrics };
         Controller { shared: Arc::new(shared), feeds }

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
-use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
+use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
 
 use super::Shared;
 use crate::translate::claim::claim_key;
@@ -36,11 +36,12 @@ pub struct Feeds {
 }
 
 impl Stores {
-    pub fn new(classes: bool, pods: bool) -> (Stores, Feeds) {
-        let (claims, claims_feed) = watch::cache();
-        let (volumes, volumes_feed) = watch::cache();
-        let (classes, classes_feed) = watch::optional_cache(classes);
-        let (pods, pods_feed) = watch::optional_cache(pods);
+    /// The caches from the process's provider: shared with the other sidecars of a `csi-sidecars` process.
+    pub fn new(caches: &CacheProvider, classes: bool, pods: bool) -> (Stores, Feeds) {
+        let (claims, claims_feed) = caches.cache();
+        let (volumes, volumes_feed) = caches.cache();
+        let (classes, classes_feed) = caches.optional_cache(classes);
+        let (pods, pods_feed) = caches.optional_cache(pods);
         let feeds = Feeds { claims: claims_feed, volumes: volumes_feed, classes: classes_feed, pods: pods_feed };
         (Stores { claims, volumes, classes, pods }, feeds)
     }

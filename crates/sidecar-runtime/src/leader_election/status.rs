@@ -15,11 +15,21 @@ pub const HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
 
 type MasterStatus = Family<Vec<(String, String)>, Gauge>;
 
-/// Shared leadership state. Cheap to clone; all clones see the same state.
-#[derive(Clone, Default)]
+/// Shared leadership state of one Lease, and of the process's other Leases for the health check. Cheap to clone;
+/// all clones see the same state.
+#[derive(Clone)]
 pub struct LeaderStatus {
     state: Arc<Mutex<State>>,
+    /// Every Lease of the process (this one included): one process may run several sidecars, each leading its own.
+    all: Arc<Mutex<Vec<Arc<Mutex<State>>>>>,
     master_status: MasterStatus,
+}
+
+impl Default for LeaderStatus {
+    fn default() -> LeaderStatus {
+        let state = Arc::new(Mutex::new(State::default()));
+        LeaderStatus { all: Arc::new(Mutex::new(vec![state.clone()])), state, master_status: MasterStatus::default() }
+    }
 }
 
 #[derive(Default)]
@@ -33,6 +43,13 @@ struct State {
 impl LeaderStatus {
     pub fn new() -> LeaderStatus {
         LeaderStatus::default()
+    }
+
+    /// The status of another Lease of this process: its own leadership, the same gauge and health check.
+    pub fn another_lease(&self) -> LeaderStatus {
+        let state = Arc::new(Mutex::new(State::default()));
+        self.all.lock().expect("leader status lock").push(state.clone());
+        LeaderStatus { state, all: self.all.clone(), master_status: self.master_status.clone() }
     }
 
     /// Registers client-go's `leader_election_master_status{name}` gauge: 1 while
@@ -78,20 +95,25 @@ impl LeaderStatus {
 
     /// client-go's `HealthzAdaptor` check: a process that does not lead is
     /// healthy; a leader is unhealthy once its last successful renewal is older
-    /// than the lease duration plus `tolerance`, i.e. its elector is stuck.
+    /// than the lease duration plus `tolerance`, i.e. its elector is stuck. With
+    /// several Leases, each is checked.
     pub fn check(&self, now: Instant, tolerance: Duration) -> Result<(), String> {
-        let state = self.state.lock().expect("leader status lock");
-        if !state.leading {
-            return Ok(());
-        }
-        let Some(last_renewal) = state.last_renewal else { return Ok(()) };
-        let since = now.saturating_duration_since(last_renewal);
-        if since > state.lease_duration + tolerance {
-            let name = state.lock_name.as_deref().unwrap_or("");
-            return Err(format!("failed election to renew leadership on lease {name}"));
-        }
-        Ok(())
+        let all = self.all.lock().expect("leader status lock").clone();
+        all.iter().try_for_each(|state| check_one(&state.lock().expect("leader status lock"), now, tolerance))
     }
+}
+
+fn check_one(state: &State, now: Instant, tolerance: Duration) -> Result<(), String> {
+    if !state.leading {
+        return Ok(());
+    }
+    let Some(last_renewal) = state.last_renewal else { return Ok(()) };
+    let since = now.saturating_duration_since(last_renewal);
+    if since > state.lease_duration + tolerance {
+        let name = state.lock_name.as_deref().unwrap_or("");
+        return Err(format!("failed election to renew leadership on lease {name}"));
+    }
+    Ok(())
 }
 
 fn label(lock_name: &str) -> Vec<(String, String)> {
@@ -123,6 +145,23 @@ mod tests {
         status.stopped();
         assert!(!status.is_leading());
         assert_eq!(status.check(t0 + Duration::from_secs(3600), HEALTH_TOLERANCE), Ok(()));
+    }
+
+    #[test]
+    fn every_lease_of_the_process_is_checked() {
+        let first = LeaderStatus::new();
+        let second = first.another_lease();
+        let t0 = Instant::now();
+        first.elector_started("provisioner-lease", Duration::from_secs(15));
+        second.elector_started("resizer-lease", Duration::from_secs(15));
+        first.renewed(t0 + Duration::from_secs(60));
+        second.renewed(t0);
+        assert!(first.is_leading() && second.is_leading());
+        let err = first.check(t0 + Duration::from_secs(61), HEALTH_TOLERANCE).unwrap_err();
+        assert!(err.contains("resizer-lease"), "the stuck Lease is named: {err}");
+        second.stopped();
+        assert!(first.is_leading(), "each Lease has its own leadership");
+        assert_eq!(first.check(t0 + Duration::from_secs(61), HEALTH_TOLERANCE), Ok(()));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use csi_client::CsiClient;
 use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
-use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
+use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
 use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
 use snapshot_api::{VolumeGroupSnapshotClass, VolumeGroupSnapshotContent};
 use tokio_util::sync::CancellationToken;
@@ -56,13 +56,14 @@ pub(crate) struct Shared {
 impl Controller {
     pub fn new(
         client: kube::Client,
+        caches: &CacheProvider,
         csi: CsiClient,
         events: EventRecorder,
         options: Options,
         queue_metrics: Option<&QueueMetrics>,
     ) -> Controller {
-        let (contents, contents_feed) = watch::cache();
-        let (classes, classes_feed) = watch::cache();
+        let (contents, contents_feed) = caches.cache();
+        let (classes, classes_feed) = caches.cache();
         let queue = WorkQueue::with_optional_metrics(GROUP_CONTENT_QUEUE, options.retry, queue_metrics);
         let shared = Shared { client, csi, events, options, contents, classes, queue };
         Controller { shared: Arc::new(shared), feeds: (contents_feed, classes_feed) }

@@ -10,6 +10,7 @@
 mod stores;
 mod sync;
 
+use sidecar_runtime::watch::CacheProvider;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,13 +65,14 @@ pub(crate) struct Shared {
 impl Controller {
     pub fn new(
         client: kube::Client,
+        caches: &CacheProvider,
         csi: CsiClient,
         events: EventRecorder,
         options: Options,
         queue_metrics: Option<&QueueMetrics>,
     ) -> Controller {
         let queue = WorkQueue::with_optional_metrics(CONTENT_QUEUE, options.retry, queue_metrics);
-        let (stores, feeds) = Stores::new();
+        let (stores, feeds) = Stores::new(caches, options.node_name.as_deref());
         let shared = Shared { client, csi, events, options, stores, queue };
         Controller { shared: Arc::new(shared), feeds }
     }

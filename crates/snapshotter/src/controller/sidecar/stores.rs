@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
+use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
@@ -26,9 +26,15 @@ pub struct Feeds {
 }
 
 impl Stores {
-    pub fn new() -> (Stores, Feeds) {
-        let (contents, contents_feed) = watch::cache();
-        let (classes, classes_feed) = watch::cache();
+    /// The caches from the process's provider: shared with the other sidecars of a `csi-sidecars` process.
+    /// In node deployment (`node_name`), only the contents labelled with the node are cached.
+    pub fn new(caches: &CacheProvider, node_name: Option<&str>) -> (Stores, Feeds) {
+        let contents_config = match node_name {
+            Some(node) => watcher::Config::default().labels(&node_label_selector(node)),
+            None => watcher::Config::default(),
+        };
+        let (contents, contents_feed) = caches.selected_cache(contents_config);
+        let (classes, classes_feed) = caches.cache();
         (Stores { contents, classes }, Feeds { contents: contents_feed, classes: classes_feed })
     }
 
@@ -51,12 +57,8 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let client = shared.client.clone();
     let mut watches = Watches::default();
 
-    let contents_config = match &shared.options.node_name {
-        Some(node) => watcher::Config::default().labels(&node_label_selector(node)),
-        None => watcher::Config::default(),
-    };
     let s = shared.clone();
-    watches.watch_with(feeds.contents, Api::all(client.clone()), contents_config, move |change| match change {
+    watches.watch(feeds.contents, Api::all(client.clone()), move |change| match change {
         Change::Applied { old, object: content, .. } => {
             if old.is_none_or(|old| update_needs_sync(&old, content)) {
                 s.queue.add(content_name(content));

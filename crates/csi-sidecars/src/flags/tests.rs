@@ -1,0 +1,145 @@
+use super::*;
+
+fn argv(words: &[&str]) -> Vec<OsString> {
+    std::iter::once("csi-sidecars").chain(words.iter().copied()).map(OsString::from).collect()
+}
+
+fn words(argv: &[OsString]) -> Vec<String> {
+    argv.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
+fn of(line: &CommandLine, kind: Kind) -> Vec<String> {
+    line.sidecars.iter().find(|(k, _)| *k == kind).map(|(_, a)| words(&a[1..])).unwrap_or_default()
+}
+
+/// (case, command line, provisioner's flags, resizer's flags)
+type SplitRow<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+
+#[test]
+fn each_flag_goes_to_the_sidecars_that_have_it() {
+    let table: &[SplitRow] = &[
+        (
+            "a shared flag goes to both",
+            &["--sidecars=provisioner,resizer", "--timeout=30s"],
+            &["--timeout=30s"],
+            &["--timeout=30s"],
+        ),
+        (
+            "a prefixed flag overrides for one, after the shared value",
+            &["--sidecars=provisioner,resizer", "--resizer.timeout=2m", "--timeout=30s"],
+            &["--timeout=30s"],
+            &["--timeout=30s", "--timeout=2m"],
+        ),
+        (
+            "a flag only one sidecar has",
+            &["--sidecars=provisioner,resizer", "--capacity-threads=4", "--workers=3"],
+            &["--capacity-threads=4"],
+            &["--workers=3"],
+        ),
+        (
+            "Go forms, and a value in the next argument",
+            &["-sidecars=resizer,provisioner", "-csi-address", "/csi/sock", "-v=5", "-leader-election"],
+            &["--csi-address", "/csi/sock", "--v=5", "--leader-election"],
+            &["--csi-address", "/csi/sock", "--v=5", "--leader-election"],
+        ),
+        (
+            "a prefixed value in the next argument",
+            &["--sidecars=provisioner,resizer", "--provisioner.worker-threads", "7"],
+            &["--worker-threads", "7"],
+            &[],
+        ),
+        (
+            "feature gates per sidecar",
+            &["--sidecars=provisioner,resizer", "--provisioner.feature-gates=Topology=true"],
+            &["--feature-gates=Topology=true"],
+            &[],
+        ),
+    ];
+    for (case, line, provisioner, resizer) in table {
+        let split = split(argv(line)).unwrap_or_else(|err| panic!("{case}: {err}"));
+        assert_eq!(of(&split, Kind::Provisioner), *provisioner, "{case}");
+        assert_eq!(of(&split, Kind::Resizer), *resizer, "{case}");
+    }
+}
+
+#[test]
+fn the_process_gets_its_own_flags_once() {
+    let split = split(argv(&[
+        "--sidecars=resizer",
+        "--csi-address=/x",
+        "--http-endpoint=:8080",
+        "--workers=2",
+        "--leader-election-shared",
+    ]))
+    .unwrap();
+    assert_eq!(words(&split.process[1..]), ["--csi-address=/x", "--http-endpoint=:8080"]);
+    assert!(split.leader_election_shared);
+    assert_eq!(split.sidecars.len(), 1);
+    assert_eq!(words(&split.sidecars[0].1[..1]), ["csi-resizer"], "each sidecar's parser sees its own program");
+}
+
+#[test]
+fn the_sidecars_keep_the_order_given_once_each() {
+    let split = split(argv(&["--sidecars=snapshotter, provisioner,snapshotter,group-snapshotter"])).unwrap();
+    let kinds: Vec<Kind> = split.sidecars.iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds, [Kind::Snapshotter, Kind::Provisioner, Kind::GroupSnapshotter]);
+    assert!(!split.leader_election_shared);
+}
+
+#[test]
+fn refusals_name_the_flag() {
+    let table: &[(&str, &[&str], CommandLineError)] = &[
+        ("no --sidecars", &["--timeout=1s"], CommandLineError::NoSidecars),
+        ("unknown sidecar", &["--sidecars=attacher"], CommandLineError::UnknownSidecar("attacher".into())),
+        (
+            "unknown flag",
+            &["--sidecars=resizer", "--frobnicate=1"],
+            CommandLineError::UnknownFlag("--frobnicate=1".into()),
+        ),
+        (
+            "a flag of a sidecar not selected",
+            &["--sidecars=resizer", "--capacity-threads=4"],
+            CommandLineError::NotSelected { flag: "--capacity-threads=4".into(), owners: "provisioner".into() },
+        ),
+        (
+            "a prefix of a sidecar not selected",
+            &["--sidecars=resizer", "--provisioner.timeout=1s"],
+            CommandLineError::PrefixNotSelected {
+                flag: "--provisioner.timeout=1s".into(),
+                sidecar: "provisioner".into(),
+            },
+        ),
+        (
+            "a prefixed flag the sidecar does not have",
+            &["--sidecars=resizer", "--resizer.capacity-threads=4"],
+            CommandLineError::NotAFlagOf {
+                flag: "--resizer.capacity-threads=4".into(),
+                sidecar: "resizer".into(),
+                name: "capacity-threads".into(),
+            },
+        ),
+        (
+            "a process flag with a prefix",
+            &["--sidecars=resizer", "--resizer.kube-api-qps=50"],
+            CommandLineError::ProcessFlagWithPrefix("--resizer.kube-api-qps=50".into()),
+        ),
+        (
+            "a value missing at the end",
+            &["--sidecars=resizer", "--csi-address"],
+            CommandLineError::MissingValue("--csi-address".into()),
+        ),
+    ];
+    for (case, line, expected) in table {
+        assert_eq!(split(argv(line)).as_ref().err(), Some(expected), "{case}");
+    }
+}
+
+#[test]
+fn help_lists_every_flag_once_with_its_sidecars_and_defaults() {
+    let help = command().render_long_help().to_string();
+    assert_eq!(help.matches("--timeout <TIMEOUT>").count(), 1, "{help}");
+    assert!(help.contains("[default: provisioner 10s, resizer 10s, snapshotter 1m]"), "{help}");
+    assert!(help.contains("[provisioner]"), "a provisioner-only flag says so");
+    assert!(help.contains("--sidecars <NAMES>"));
+    assert!(help.contains("--resizer.timeout=2m"), "the prefixes are explained");
+}

@@ -1,0 +1,119 @@
+//! csi-resizer's wiring, shared by its binary and `csi-sidecars`: flags checked before anything starts
+//! ([`Config::from_args`]), then the controller built on a started runtime and a connected driver ([`start`]).
+
+use csi_client::capabilities::NodeCapability;
+use k8s_openapi::api::storage::v1::VolumeAttributesClass;
+use sidecar_runtime::kube_client::api_resource_exists;
+use sidecar_runtime::leader_election::resizer_lease_name;
+use sidecar_runtime::{Driver, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop};
+
+use crate::controller::{Controller, Options, ResizerMetrics, event_component};
+use crate::flags::{Args, Features};
+use crate::translate::capabilities::{self, ControllerExpansion};
+use crate::translate::expansion::decide::ExpansionConfig;
+use crate::translate::modification::decide::ModificationConfig;
+
+/// The sidecar's name in `csi-sidecars --sidecars` and in its messages.
+pub const NAME: &str = "resizer";
+
+/// The flags, checked: what can be refused before connecting to anything is refused here.
+pub struct Config {
+    args: Args,
+    features: Features,
+}
+
+impl Config {
+    /// Checks the feature gates.
+    pub fn from_args(args: Args) -> Result<Config, SetupError> {
+        let features = args.features().refused()?;
+        Ok(Config { args, features })
+    }
+
+    /// The flags every sidecar shares, for [`Sidecar::start`].
+    pub fn common(&self) -> sidecar_runtime::CommonArgs {
+        self.args.common.clone()
+    }
+
+    /// `--timeout`: each CSI call's limit, and how long in-flight work may drain.
+    pub fn timeout(&self) -> std::time::Duration {
+        self.args.timeout
+    }
+}
+
+/// Learns what the driver can do (expand in the controller or on the node, modify), refuses a driver that can do
+/// neither, and builds the controller. Runs under `external-resizer-<driver>`.
+pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Result<SidecarLoop, SetupError> {
+    let Config { args, features } = config;
+    let client = sidecar.client();
+    let modify_gate = match features.volume_attributes_class {
+        Some(explicit) => explicit,
+        None => volume_attributes_class_api(&client).await,
+    };
+    let (csi, driver) = (driver.csi.with_timeout(args.timeout), driver.name.clone());
+    // CSI migration: the driver also expands the in-tree plugin's volumes handed over to it (§3 item 11).
+    if let Some(in_tree) = csi_translation::in_tree_name_for(&driver) {
+        tracing::info!(%in_tree, "expanding the in-tree plugin's volumes too (CSI migration)");
+        csi.metrics().enable_migration_label();
+    }
+
+    let plugin = csi.plugin_capabilities().await.step("GetPluginCapabilities")?;
+    let controller = csi.controller_capabilities().await.step("ControllerGetCapabilities")?;
+    let expansion = capabilities::controller_expansion(&plugin, &controller).step("Failed to create CSI resizer")?;
+    let expander = match expansion {
+        ControllerExpansion::Supported(expander) => Some(expander),
+        ControllerExpansion::AskNode => {
+            let node = csi.node_capabilities().await.step("NodeGetCapabilities")?;
+            let expander = capabilities::node_expansion(node.has(NodeCapability::ExpandVolume));
+            match expander {
+                Some(_) => tracing::info!("CSI driver supports node resize only"),
+                None => tracing::info!("Resize not supported"),
+            }
+            expander
+        }
+    };
+    let can_modify = capabilities::modification_supported(&controller);
+    capabilities::check_jobs(expander, can_modify).refused()?;
+
+    let options = Options {
+        workers: args.workers,
+        retry: RetryPolicy::from_args(&args.retry),
+        resync_period: args.resync_period,
+        expansion: expander.map(|expander| ExpansionConfig {
+            driver_name: driver.clone(),
+            expander,
+            recover_volume_expansion_failure: features.recover_volume_expansion_failure,
+            annotate_fs_resize: features.annotate_fs_resize,
+            handle_volume_inuse_error: args.handle_volume_inuse_error,
+        }),
+        modification: (can_modify && modify_gate).then(|| ModificationConfig {
+            driver_name: driver.clone(),
+            extra_modify_metadata: args.extra_modify_metadata,
+        }),
+        handle_volume_inuse_error: args.handle_volume_inuse_error && expander.is_some(),
+    };
+    if can_modify && !modify_gate {
+        tracing::info!("VolumeAttributesClass is off; not modifying volumes");
+    }
+    let queue_metrics = sidecar.queue_metrics();
+    let metrics = ResizerMetrics::register(sidecar.registry());
+    let events = sidecar.events(event_component(&driver));
+    let controller = Controller::new(client, &sidecar.caches(), csi, events, options, Some(&queue_metrics), metrics);
+    Ok(SidecarLoop::new(NAME, resizer_lease_name(&driver), args.timeout, |stop| controller.run(stop)))
+}
+
+/// §2: without an explicit gate, modification runs only if storage.k8s.io/v1 serves VolumeAttributesClass; if
+/// discovery fails, the gate stays on.
+async fn volume_attributes_class_api(client: &kube::Client) -> bool {
+    match api_resource_exists::<VolumeAttributesClass>(client).await {
+        Ok(found) => {
+            if !found {
+                tracing::warn!("storage.k8s.io/v1 VolumeAttributesClass is not served; modification is disabled");
+            }
+            found
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "API discovery failed; assuming VolumeAttributesClass is served");
+            true
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! One watch cache per kind for a whole process, however many controllers read it.
+//!
+//! Each sidecar used to fill caches of its own; in one process running several sidecars (`csi-sidecars`) that would
+//! hold every claim and volume once per sidecar. A [`CacheProvider`] hands the same cache to everyone who asks for a
+//! kind, and runs one reflector for it. Each controller still sees the changes as if the watch were its own, as
+//! client-go's shared informers give them to each handler:
+//!
+//! - a controller that starts before the first list is complete gets that list as it arrives;
+//! - a controller that starts later (another sidecar's Lease won later) is first handed the whole cache as a list
+//!   (`Applied { listed: true }` for each object, then `Listed`), then the live changes;
+//! - a controller that stops (shutdown, or before it leads) no longer gets changes, and the reflector stops once no
+//!   controller listens, to start again from the same cache if one comes back.
+//!
+//! The single-sidecar binaries use the same provider with one consumer per kind, so there is one code path.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::StreamExt;
+use kube::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher::{self, Event};
+use tokio::task::JoinHandle;
+
+use super::{Change, Watched};
+
+type Handler<K> = Box<dyn FnMut(Change<'_, K>) + Send>;
+
+/// Hands out one cache per kind. Cheap to clone: clones hand out the same caches.
+#[derive(Clone, Default)]
+pub struct CacheProvider {
+    kinds: Arc<Mutex<HashMap<CacheKey, Arc<dyn Any + Send + Sync>>>>,
+}
+
+/// A kind, and the label and field selectors of its watch: a filtered watch is a cache of its own.
+type CacheKey = (TypeId, Option<String>, Option<String>);
+
+impl CacheProvider {
+    /// The cache of `K`: its read view and the feed a controller subscribes through ([`super::Watches::watch`]).
+    pub fn cache<K: Watched>(&self) -> (Store<K>, CacheFeed<K>) {
+        self.selected_cache(watcher::Config::default())
+    }
+
+    /// The cache of the objects of `K` that `config`'s label and field selectors select.
+    pub fn selected_cache<K: Watched>(&self, config: watcher::Config) -> (Store<K>, CacheFeed<K>) {
+        let key = (TypeId::of::<K>(), config.label_selector.clone(), config.field_selector.clone());
+        let mut kinds = self.kinds.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = kinds.entry(key).or_insert_with(|| Arc::new(SharedCache::<K>::new(config)));
+        let cache = entry.clone().downcast::<SharedCache<K>>().expect("one cache type per TypeId");
+        (cache.store.clone(), CacheFeed { cache })
+    }
+
+    /// [`CacheProvider::cache`] when `wanted`, else neither half.
+    pub fn optional_cache<K: Watched>(&self, wanted: bool) -> (Option<Store<K>>, Option<CacheFeed<K>>) {
+        if !wanted {
+            return (None, None);
+        }
+        let (store, feed) = self.cache();
+        (Some(store), Some(feed))
+    }
+
+    /// How many caches (kinds, and filtered watches of a kind) there are.
+    pub fn kinds(&self) -> usize {
+        self.kinds.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// A controller's access to a cache, until it is given to [`super::Watches::watch`].
+pub struct CacheFeed<K: Watched> {
+    pub(super) cache: Arc<SharedCache<K>>,
+}
+
+/// One kind's cache, its reflector and the controllers listening to it.
+pub(super) struct SharedCache<K: Watched> {
+    store: Store<K>,
+    config: watcher::Config,
+    state: Mutex<State<K>>,
+}
+
+struct State<K: Watched> {
+    writer: Writer<K>,
+    /// Set by the first subscriber; later ones watch the same (every cache watches its kind cluster-wide).
+    api: Option<Api<K>>,
+    reflector: Option<JoinHandle<()>>,
+    /// Between a watch's `Init` and its `InitDone`: a list is arriving.
+    listing: bool,
+    /// At least one list is complete: the store holds the cluster's state.
+    listed_once: bool,
+    next_id: u64,
+    /// Subscribers that get every change as it comes.
+    active: Vec<(u64, Handler<K>)>,
+    /// Subscribers that joined while a list was arriving: they get the whole list when it is complete.
+    pending: Vec<(u64, Handler<K>)>,
+}
+
+impl<K: Watched> SharedCache<K> {
+    fn new(config: watcher::Config) -> SharedCache<K> {
+        let (store, writer) = reflector::store();
+        let state = State {
+            writer,
+            api: None,
+            reflector: None,
+            listing: false,
+            listed_once: false,
+            next_id: 0,
+            active: Vec::new(),
+            pending: Vec::new(),
+        };
+        SharedCache { store, config, state: Mutex::new(state) }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State<K>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts handing changes to `handler`, starting the reflector if nobody listened yet. Returns the id
+    /// [`SharedCache::unsubscribe`] takes.
+    pub(super) fn subscribe(self: &Arc<Self>, api: Api<K>, handler: Handler<K>) -> u64 {
+        let mut state = self.state();
+        match &state.api {
+            None => state.api = Some(api),
+            Some(first) if first.resource_url() != api.resource_url() => tracing::error!(
+                kind = %K::kind(&()), first = first.resource_url(), other = api.resource_url(),
+                "two controllers watch one kind at different URLs; both get the first"
+            ),
+            Some(_) => {}
+        }
+        let starts_reflector = state.reflector.is_none();
+        let id = self.join(&mut state, handler, starts_reflector);
+        if starts_reflector {
+            let api = state.api.clone().expect("set above");
+            state.reflector = Some(tokio::spawn(reflect(self.clone(), api, self.config.clone())));
+        }
+        id
+    }
+
+    /// Adds a subscriber. When `list_follows` (a reflector is about to start, and will list everything first), it
+    /// gets that list as it arrives; when a list is arriving already, it gets the whole list at its end; otherwise
+    /// it is handed the cache as a list at once.
+    fn join(&self, state: &mut State<K>, mut handler: Handler<K>, list_follows: bool) -> u64 {
+        let id = state.next_id;
+        state.next_id += 1;
+        if list_follows {
+            state.active.push((id, handler));
+        } else if state.listing || !state.listed_once {
+            state.pending.push((id, handler));
+        } else {
+            replay(&self.store, &mut handler);
+            state.active.push((id, handler));
+        }
+        id
+    }
+
+    /// Stops handing changes to subscriber `id`; the reflector stops when it was the last.
+    pub(super) fn unsubscribe(&self, id: u64) {
+        let mut state = self.state();
+        state.active.retain(|(other, _)| *other != id);
+        state.pending.retain(|(other, _)| *other != id);
+        if state.active.is_empty()
+            && state.pending.is_empty()
+            && let Some(reflector) = state.reflector.take()
+        {
+            reflector.abort();
+            state.listing = false;
+        }
+    }
+
+    /// Applies one watch event to the cache and hands it to every subscriber, under one lock so that a subscriber
+    /// joining meanwhile sees each change exactly once.
+    pub(super) fn apply(&self, event: &Event<K>) {
+        let mut state = self.state();
+        let old = match event {
+            Event::Apply(object) | Event::InitApply(object) => self.store.get(&ObjectRef::from_obj(object)),
+            _ => None,
+        };
+        state.writer.apply_watcher_event(event);
+        let state = &mut *state;
+        for (_, handler) in &mut state.active {
+            match event {
+                Event::Apply(object) => handler(Change::Applied { old: old.clone(), object, listed: false }),
+                Event::InitApply(object) => handler(Change::Applied { old: old.clone(), object, listed: true }),
+                Event::Delete(object) => handler(Change::Deleted(object)),
+                Event::InitDone => handler(Change::Listed),
+                Event::Init => {}
+            }
+        }
+        match event {
+            Event::Init => state.listing = true,
+            Event::InitDone => {
+                state.listing = false;
+                state.listed_once = true;
+                for (id, mut handler) in std::mem::take(&mut state.pending) {
+                    replay(&self.store, &mut handler);
+                    state.active.push((id, handler));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Hands the whole cache to a subscriber as a complete list.
+fn replay<K: Watched>(store: &Store<K>, handler: &mut Handler<K>) {
+    for object in store.state() {
+        handler(Change::Applied { old: None, object: &object, listed: true });
+    }
+    handler(Change::Listed);
+}
+
+/// The reflector of one kind: runs until the last subscriber leaves (it is aborted then).
+async fn reflect<K: Watched>(cache: Arc<SharedCache<K>>, api: Api<K>, config: watcher::Config) {
+    let kind = K::kind(&()).into_owned();
+    let stream = watcher::watcher(api, config).default_backoff();
+    futures::pin_mut!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => cache.apply(&event),
+            Err(err) => tracing::warn!(kind = %kind, error = %err, "watch failed, retrying"),
+        }
+    }
+    tracing::error!(kind = %kind, "watch ended");
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn config_map(name: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta { name: Some(name.into()), namespace: Some("ns".into()), ..Default::default() },
+            ..Default::default()
+        }
+    }
+
+    /// What a subscriber saw, in order: `+name` listed, `~name` live, `-name` deleted, `listed`.
+    fn recorder() -> (Arc<Mutex<Vec<String>>>, Handler<ConfigMap>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let handler: Handler<ConfigMap> = Box::new(move |change| {
+            let entry = match change {
+                Change::Applied { object, listed: true, .. } => format!("+{}", object.metadata.name.clone().unwrap()),
+                Change::Applied { object, listed: false, .. } => format!("~{}", object.metadata.name.clone().unwrap()),
+                Change::Deleted(object) => format!("-{}", object.metadata.name.clone().unwrap()),
+                Change::Listed => "listed".to_string(),
+            };
+            record.lock().unwrap().push(entry);
+        });
+        (seen, handler)
+    }
+
+    fn seen(log: &Arc<Mutex<Vec<String>>>) -> Vec<String> {
+        log.lock().unwrap().clone()
+    }
+
+    /// A subscriber joining while the reflector runs (the tests drive `apply` themselves).
+    fn join(cache: &Arc<SharedCache<ConfigMap>>, handler: Handler<ConfigMap>, list_follows: bool) -> u64 {
+        let mut state = cache.state();
+        cache.join(&mut state, handler, list_follows)
+    }
+
+    #[test]
+    fn one_cache_per_kind() {
+        let provider = CacheProvider::default();
+        let (a, _) = provider.cache::<ConfigMap>();
+        let (b, feed) = provider.cache::<ConfigMap>();
+        let (_, _) = provider.cache::<Secret>();
+        let (_, _) = provider.selected_cache::<ConfigMap>(watcher::Config::default().labels("node=a"));
+        assert_eq!(provider.kinds(), 3, "a filtered watch is a cache of its own");
+        assert!(Arc::ptr_eq(&feed.cache, &provider.cache::<ConfigMap>().1.cache));
+        feed.cache.apply(&Event::Init);
+        feed.cache.apply(&Event::InitApply(config_map("a")));
+        feed.cache.apply(&Event::InitDone);
+        assert_eq!(a.state().len(), 1, "both views read the one cache");
+        assert_eq!(b.state().len(), 1);
+        let other = CacheProvider::default();
+        assert_eq!(other.cache::<ConfigMap>().0.state().len(), 0, "another provider has caches of its own");
+    }
+
+    #[test]
+    fn every_subscriber_sees_one_complete_list_then_live_changes() {
+        let cache = Arc::new(SharedCache::<ConfigMap>::new(watcher::Config::default()));
+        let (first, handler) = recorder();
+        join(&cache, handler, true);
+        cache.apply(&Event::Init);
+        cache.apply(&Event::InitApply(config_map("a")));
+        // Joins in the middle of the list: gets all of it at its end, not half.
+        let (during, handler) = recorder();
+        join(&cache, handler, false);
+        cache.apply(&Event::InitApply(config_map("b")));
+        cache.apply(&Event::InitDone);
+        cache.apply(&Event::Apply(config_map("c")));
+        cache.apply(&Event::Delete(config_map("a")));
+
+        assert_eq!(seen(&first), ["+a", "+b", "listed", "~c", "-a"]);
+        let mut got = seen(&during);
+        got[..2].sort();
+        assert_eq!(got, ["+a", "+b", "listed", "~c", "-a"]);
+    }
+
+    #[test]
+    fn a_late_subscriber_is_handed_the_cache_as_a_list() {
+        let cache = Arc::new(SharedCache::<ConfigMap>::new(watcher::Config::default()));
+        cache.apply(&Event::Init);
+        cache.apply(&Event::InitApply(config_map("a")));
+        cache.apply(&Event::InitDone);
+        let (late, handler) = recorder();
+        join(&cache, handler, false);
+        assert_eq!(seen(&late), ["+a", "listed"]);
+    }
+
+    #[test]
+    fn a_subscriber_that_left_sees_nothing_more() {
+        let cache = Arc::new(SharedCache::<ConfigMap>::new(watcher::Config::default()));
+        let (left, handler) = recorder();
+        let id = join(&cache, handler, true);
+        cache.apply(&Event::Apply(config_map("a")));
+        cache.unsubscribe(id);
+        cache.apply(&Event::Apply(config_map("b")));
+        assert_eq!(seen(&left), ["~a"]);
+    }
+}

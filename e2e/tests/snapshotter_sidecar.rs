@@ -12,7 +12,8 @@
 use std::time::Duration;
 
 use csi_sidecars_e2e::driver_world::DriverWorld;
-use csi_sidecars_e2e::{Cluster, Process, Sidecar, binary, eventually, install_snapshot_crds, wait_for};
+use csi_sidecars_e2e::sidecar_mode::sidecar_command;
+use csi_sidecars_e2e::{Cluster, Process, Sidecar, eventually, install_snapshot_crds, wait_for};
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -66,7 +67,8 @@ impl World {
         ];
         self.starts += 1;
         let name = format!("csi-snapshotter-{}", self.starts);
-        self.sidecar = Some(self.base.scenario.start(&name, &binary("csi-snapshotter"), &args));
+        let (program, args) = sidecar_command("csi-snapshotter", args);
+        self.sidecar = Some(self.base.scenario.start(&name, &program, &args));
     }
 
     fn contents(&self) -> Api<VolumeSnapshotContent> {

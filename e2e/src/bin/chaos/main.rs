@@ -6,7 +6,9 @@
 //!    faults; csi-provisioner replicas SIGKILLed in turn; the plugin and kube-apiserver restarted once;
 //! 2. change (change.rs): expansions and VolumeAttributesClass moves under ControllerExpandVolume/
 //!    ControllerModifyVolume faults; csi-resizer replicas SIGKILLed in turn;
-//! 3. quiet (invariants.rs): faults off, every process up, the invariants polled until they hold or time runs out.
+//! 3. snapshot (snapshot.rs): VolumeSnapshots created and a quarter deleted under CreateSnapshot/DeleteSnapshot
+//!    faults; csi-snapshotter replicas SIGKILLed in turn;
+//! 4. quiet (invariants.rs): faults off, every process up, the invariants polled until they hold or time runs out.
 //!
 //! The last line is `leaked volumes: N, leaked snapshots: N, orphan PVs: N, lost claims: N, lost changes: N`; the
 //! exit code is 0 only when all are 0. Sizes: `CHAOS_*` variables (e2e/src/chaos/sizes.rs).
@@ -14,6 +16,7 @@
 mod change;
 mod invariants;
 mod provision;
+mod snapshot;
 mod world;
 
 use std::process::ExitCode;
@@ -68,17 +71,27 @@ async fn run() -> anyhow::Result<bool> {
         expected.changes = changes;
         resizers = Some(replicas);
     }
+    let mut snapshotting = None;
+    if sizes.runs(Phase::Snapshot) {
+        snapshotting = Some(snapshot::run(&mut world, &sizes, &mix, &provisioned.survivors).await?);
+        expected.snapshots = true;
+    }
 
     world.faults_off()?;
     provisioned.replicas.supervise(&mut world);
     if let Some(resizers) = resizers.as_mut() {
         resizers.supervise(&mut world);
     }
+    if let Some(snapshotting) = snapshotting.as_mut() {
+        snapshotting.replicas.supervise(&mut world);
+    }
     println!("{} quiet: faults off, every process up; waiting for the invariants", world.clock());
     let (findings, clean_at) = quiesce(&world, &expected, sizes.quiesce_timeout).await;
     let quiet = clean_at.unwrap_or_else(Instant::now).saturating_duration_since(world.last_disturbance);
     let injected = Injected { faults: world.faults_injected(), kills: world.kills, restarts: world.restarts };
-    let exits = provisioned.replicas.exits + resizers.as_ref().map_or(0, |r| r.exits);
+    let exits = provisioned.replicas.exits
+        + resizers.as_ref().map_or(0, |r| r.exits)
+        + snapshotting.as_ref().map_or(0, |s| s.replicas.exits);
     if exits > 0 {
         println!("chaos: sidecars that exited on their own and were started again: {exits}");
     }
@@ -86,6 +99,9 @@ async fn run() -> anyhow::Result<bool> {
     if !tally.clean() {
         report(&findings);
         println!("chaos: logs kept in {}", world.keep_logs().display());
+    }
+    if let Some(snapshotting) = snapshotting.as_mut() {
+        snapshotting.clean_up(&world).await;
     }
     provisioned.replicas.stop();
     if let Some(resizers) = resizers.as_mut() {

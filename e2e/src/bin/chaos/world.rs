@@ -199,7 +199,7 @@ impl Replicas {
             "--retry-interval-max=5s".to_string(),
             CSI_TIMEOUT.to_string(),
             format!("--leader-election-namespace={}", world.ns()),
-            "-v=2".to_string(),
+            sidecar_verbosity(),
         ];
         args.extend(ELECTION.iter().chain(extra).map(|a| a.to_string()));
         let env = vec![("POD_NAMESPACE".to_string(), world.ns().to_string())];
@@ -260,6 +260,11 @@ impl Replicas {
             process.kill9();
         }
     }
+}
+
+/// `-v=2`, or `-v=$CHAOS_V` to read what a sidecar did in a failed run.
+pub fn sidecar_verbosity() -> String {
+    format!("-v={}", std::env::var("CHAOS_V").ok().filter(|v| v.parse::<u8>().is_ok()).unwrap_or_else(|| "2".into()))
 }
 
 /// Retries an API call for up to a minute: kube-apiserver may be restarting. `done_if` names the status codes

@@ -1,5 +1,5 @@
 //! The reduced `make chaos` (README, "Chaos") inside `make test`: 40 claims, two kills of each sidecar, one
-//! plugin restart, expansions and class moves, all under faults, then every invariant 0. kube-apiserver is not
+//! plugin restart, expansions, class moves and 12 snapshots, all under faults, then every invariant 0. kube-apiserver is not
 //! restarted: this cluster is shared with the other e2e tests running at the same time (the full `make chaos`
 //! restarts it on a cluster of its own).
 
@@ -18,7 +18,8 @@ fn reduced_chaos_leaks_and_loses_nothing() {
             ("CHAOS_MIN_KILLS", "2"),
             ("CHAOS_CHANGE_SHARE", "0.3"),
             ("CHAOS_RESTART_APISERVER", "0"),
-            ("CHAOS_PHASES", "provision,change"),
+            ("CHAOS_SNAPSHOTS", "12"),
+            ("CHAOS_PHASES", "provision,change,snapshot"),
             ("CHAOS_QUIESCE_SECONDS", "120"),
         ])
         .output()
@@ -31,5 +32,5 @@ fn reduced_chaos_leaks_and_loses_nothing() {
     assert!(output.status.success(), "chaos exited with {}", output.status);
     let injected = stdout.lines().find(|l| l.starts_with("injected: ")).expect("the injected line");
     assert!(!injected.starts_with("injected: 0 faults"), "faults were injected: {injected}");
-    assert!(injected.contains(" 4 kills, 1 restarts"), "two kills of each sidecar and one plugin restart: {injected}");
+    assert!(injected.contains(" 6 kills, 1 restarts"), "two kills of each sidecar and one plugin restart: {injected}");
 }

@@ -227,7 +227,7 @@ impl Replicas {
         let mut env: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         env.push(("POD_NAME", &pod_name));
         let process = world.scenario.start_with_env(&pod_name, &self.binary, &self.args, &env);
-        // The old process stays in the scenario's log list; dropping the handle kills nothing that still runs.
+        // The replaced handle is of a process already killed or exited; its log stays in the scenario.
         self.running[slot] = Some(process);
     }
 
@@ -280,7 +280,7 @@ where
             Ok(value) => return Ok(Some(value)),
             Err(kube::Error::Api(status)) if done_if.contains(&status.code) => return Ok(None),
             Err(error) if Instant::now() < deadline => {
-                tracing_free_note(what, &error);
+                note_transient(what, &error);
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             Err(error) => return Err(error).with_context(|| format!("{what}: gave up after a minute")),
@@ -289,7 +289,7 @@ where
 }
 
 /// Transient API errors are expected while kube-apiserver restarts; only the first of a burst is worth a line.
-fn tracing_free_note(what: &str, error: &kube::Error) {
+fn note_transient(what: &str, error: &kube::Error) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);

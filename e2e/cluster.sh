@@ -6,6 +6,8 @@
 #   e2e/cluster.sh down     stop exactly the processes `up` started and remove the state directory
 #   e2e/cluster.sh status   print the state; exit 0 when healthy, 1 when unhealthy, 3 when not started
 #   e2e/cluster.sh env      print `export KUBECONFIG=...` for eval
+#   e2e/cluster.sh restart COMPONENT   stop one component (etcd, kube-apiserver, kube-controller-manager) with
+#                           SIGTERM and start it again with the same flags and state; returns once it is healthy
 #
 # State, certificates and logs live in $CLUSTER_DIR (default e2e/.cluster): kubeconfig, logs/*.log, pids/*.pid;
 # logs/audit.log records every request a ServiceAccount makes (the sidecars under test), at Metadata level.
@@ -296,6 +298,52 @@ current-context: csi-sidecars-e2e
 EOF
 }
 
+# ---------------------------------------------------------------- components (cmd_up and cmd_restart)
+
+# start_etcd BINARY, start_apiserver BINARY, start_kcm BINARY: start one component with its flags.
+start_etcd() {
+	local peer="http://127.0.0.1:$ETCD_PEER_PORT" client="http://127.0.0.1:$ETCD_PORT"
+	# shellcheck disable=SC2086
+	start etcd "$1" --name=e2e --data-dir="$CLUSTER_DIR/etcd" \
+		--listen-client-urls="$client" --advertise-client-urls="$client" \
+		--listen-peer-urls="$peer" --initial-advertise-peer-urls="$peer" --initial-cluster="e2e=$peer" \
+		--initial-cluster-state=new --unsafe-no-fsync --log-level=warn ${CLUSTER_ETCD_EXTRA_ARGS:-}
+}
+
+start_apiserver() {
+	# shellcheck disable=SC2086
+	start kube-apiserver "$1" \
+		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+		--bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+		--advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
+		--service-cluster-ip-range=10.0.0.0/24 \
+		--cert-dir="$CLUSTER_DIR/apiserver-certs" \
+		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+		--client-ca-file="$PKI/ca.crt" \
+		--authorization-mode=RBAC \
+		--service-account-issuer=https://kubernetes.default.svc \
+		--service-account-signing-key-file="$PKI/sa.key" --service-account-key-file="$PKI/sa.pub" \
+		--disable-admission-plugins=ServiceAccount \
+		--allow-privileged=true \
+		--feature-gates="$FEATURE_GATES" \
+		--audit-policy-file="$CLUSTER_DIR/audit-policy.yaml" --audit-log-path="$LOGS/audit.log" \
+		--audit-log-maxbackup=0 --audit-log-mode=blocking \
+		${CLUSTER_APISERVER_EXTRA_ARGS:-}
+}
+
+start_kcm() {
+	# shellcheck disable=SC2086
+	start kube-controller-manager "$1" \
+		--kubeconfig="$KUBECONFIG_FILE" \
+		--authentication-kubeconfig="$KUBECONFIG_FILE" --authorization-kubeconfig="$KUBECONFIG_FILE" \
+		--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller \
+		--leader-elect=false \
+		--bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$CLUSTER_DIR/kcm-certs" \
+		--use-service-account-credentials=false \
+		--feature-gates="$FEATURE_GATES" \
+		${CLUSTER_KCM_EXTRA_ARGS:-}
+}
+
 # ---------------------------------------------------------------- verbs
 
 cmd_up() {
@@ -359,44 +407,11 @@ rules:
 POLICY
 	log "state in $CLUSTER_DIR (pki, logs, pids) prepared at +$(since "$t0") s"
 
-	local peer="http://127.0.0.1:$ETCD_PEER_PORT" client="http://127.0.0.1:$ETCD_PORT"
-	# shellcheck disable=SC2086
-	start etcd "$etcd_bin" --name=e2e --data-dir="$CLUSTER_DIR/etcd" \
-		--listen-client-urls="$client" --advertise-client-urls="$client" \
-		--listen-peer-urls="$peer" --initial-advertise-peer-urls="$peer" --initial-cluster="e2e=$peer" \
-		--initial-cluster-state=new --unsafe-no-fsync --log-level=warn ${CLUSTER_ETCD_EXTRA_ARGS:-}
+	start_etcd "$etcd_bin"
 	wait_healthy etcd || { stop_all; die "etcd failed to start"; }
-
-	# shellcheck disable=SC2086
-	start kube-apiserver "$apiserver_bin" \
-		--etcd-servers="$client" \
-		--bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
-		--advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
-		--service-cluster-ip-range=10.0.0.0/24 \
-		--cert-dir="$CLUSTER_DIR/apiserver-certs" \
-		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-		--client-ca-file="$PKI/ca.crt" \
-		--authorization-mode=RBAC \
-		--service-account-issuer=https://kubernetes.default.svc \
-		--service-account-signing-key-file="$PKI/sa.key" --service-account-key-file="$PKI/sa.pub" \
-		--disable-admission-plugins=ServiceAccount \
-		--allow-privileged=true \
-		--feature-gates="$FEATURE_GATES" \
-		--audit-policy-file="$CLUSTER_DIR/audit-policy.yaml" --audit-log-path="$LOGS/audit.log" \
-		--audit-log-maxbackup=0 --audit-log-mode=blocking \
-		${CLUSTER_APISERVER_EXTRA_ARGS:-}
+	start_apiserver "$apiserver_bin"
 	wait_healthy kube-apiserver || { stop_all; die "kube-apiserver failed to start"; }
-
-	# shellcheck disable=SC2086
-	start kube-controller-manager "$kcm_bin" \
-		--kubeconfig="$KUBECONFIG_FILE" \
-		--authentication-kubeconfig="$KUBECONFIG_FILE" --authorization-kubeconfig="$KUBECONFIG_FILE" \
-		--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller \
-		--leader-elect=false \
-		--bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$CLUSTER_DIR/kcm-certs" \
-		--use-service-account-credentials=false \
-		--feature-gates="$FEATURE_GATES" \
-		${CLUSTER_KCM_EXTRA_ARGS:-}
+	start_kcm "$kcm_bin"
 	wait_healthy kube-controller-manager || { stop_all; die "kube-controller-manager failed to start"; }
 
 	log "cluster up in $(since "$t0") s: https://127.0.0.1:$APISERVER_PORT ($(version_line))"
@@ -446,19 +461,46 @@ cmd_status() {
 	return "$ok"
 }
 
+# cmd_restart COMPONENT: the running cluster keeps its state; only that process is replaced (what a static pod
+# restart or a crash-looping component does to the sidecars).
+cmd_restart() {
+	local name="$1" t0 bin
+	t0="$(now)"
+	load_ports
+	[[ -s "$KUBECONFIG_FILE" ]] || die "no cluster in $CLUSTER_DIR (run up first)"
+	case "$name" in
+	etcd) bin="$(binary etcd "${CLUSTER_ETCD_BIN:-}")" ;;
+	kube-apiserver) bin="$(binary kube-apiserver "${CLUSTER_APISERVER_BIN:-}")" ;;
+	kube-controller-manager) bin="$(binary kube-controller-manager "${CLUSTER_KCM_BIN:-}")" ;;
+	*) die "restart: unknown component '$name' (one of: ${COMPONENTS[*]})" ;;
+	esac
+	stop "$name"
+	case "$name" in
+	etcd) start_etcd "$bin" ;;
+	kube-apiserver) start_apiserver "$bin" ;;
+	kube-controller-manager) start_kcm "$bin" ;;
+	esac
+	wait_healthy "$name" || die "$name did not come back"
+	log "restarted $name in $(since "$t0") s"
+}
+
 cmd_env() {
 	echo "export KUBECONFIG=$KUBECONFIG_FILE"
 }
 
 verb="${1:-}"
 [[ $# -gt 0 ]] && shift
-[[ $# -eq 0 ]] || usage
+if [[ "$verb" == restart ]]; then
+	[[ $# -eq 1 ]] || usage
+else
+	[[ $# -eq 0 ]] || usage
+fi
 case "$verb" in
-up | down)
-	# `up` and `down` never run concurrently for the same state directory.
+up | down | restart)
+	# `up`, `down` and `restart` never run concurrently for the same state directory.
 	exec 8>"$CLUSTER_DIR.lock"
 	flock 8
-	"cmd_$verb"
+	"cmd_$verb" "$@"
 	;;
 status) cmd_status ;;
 env) cmd_env ;;

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod backend;
 pub mod bench;
+pub mod chaos;
 mod cluster;
 pub mod driver_world;
 pub mod group_world;

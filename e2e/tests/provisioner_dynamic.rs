@@ -231,6 +231,36 @@ async fn provisioner_crash_between_create_volume_and_pv_leaks_nothing() {
     assert!(!leftover, "no PV was written for the deleted claim");
 }
 
+/// Found by `make chaos`: the cleanup of a deleted claim whose volume id was never recorded repeats CreateVolume to
+/// learn it, and took RESOURCE_EXHAUSTED (out of room or throttled for a moment) for "the driver has no volume":
+/// it forgot the claim, and the volume made by the first call leaked.
+#[tokio::test]
+async fn cleanup_after_resource_exhausted_still_deletes_the_volume() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    let fault_path = faults.path().to_path_buf();
+    std::fs::write(&fault_path, r#"{"CreateVolume": {"code": "DeadlineExceeded", "after_work": true}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", fault_path.display());
+    let mut world = World::new("prov-exhausted", &[fault_flag.as_str()]).await;
+    let class = world.class("exhausted", &[], "Delete").await;
+    let mut provisioner = world.start_provisioner("csi-provisioner", &[]);
+    world.claim("doomed", &class, None, "ReadWriteOnce").await;
+    eventually("the driver created the volume", TIMEOUT, || async { world.plugin_volumes().len() == 1 }).await;
+    provisioner.kill9();
+    world.claims().delete("doomed", &DeleteParams::default()).await.unwrap();
+    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("doomed").await.unwrap().is_none() })
+        .await;
+
+    // The restarted provisioner's CreateVolume, repeated to learn the volume id, is answered RESOURCE_EXHAUSTED.
+    std::fs::write(&fault_path, r#"{"CreateVolume": {"code": "ResourceExhausted"}}"#).unwrap();
+    let _restarted = world.start_provisioner("csi-provisioner-restarted", &[]);
+    let exhausted = "injected fault instead of the work method=\"CreateVolume\" code=ResourceExhausted";
+    eventually("the cleanup met RESOURCE_EXHAUSTED", TIMEOUT, || async { world.plugin.log().contains(exhausted) })
+        .await;
+    std::fs::write(&fault_path, "{}").unwrap();
+    world.no_plugin_volumes_left().await;
+    eventually("the journal entry is gone", TIMEOUT, || async { world.journal().await.is_empty() }).await;
+}
+
 #[tokio::test]
 async fn provisioner_replicas_elect_one_leader() {
     let mut world = World::new("prov-ha", &[]).await;

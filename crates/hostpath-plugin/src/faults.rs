@@ -19,6 +19,11 @@
 //! | `after_work` | false | do the operation (and persist it) first, then answer with `code`: the caller sees an error although the work is done, as after a lost response |
 //! | `times` | unlimited | how many times the rule fires at most |
 //!
+//! A method may also name a list of rules: alternatives drawn once per call, so their probabilities add up
+//! (at most 1) and at most one fires. `[{"code": "Unavailable", "probability": 0.1}, {"latency_ms": 8000,
+//! "probability": 0.02}]` fails 10 % of the calls and delays another 2 %; a rule whose `times` is used up
+//! leaves its share of the draws to no fault.
+//!
 //! The file is read again whenever its modification time, size or inode changes, which also restarts
 //! the `times` counters; a missing file means no faults. An invalid file is logged and injects nothing.
 
@@ -84,6 +89,8 @@ pub enum FaultConfigError {
     UnknownCode { method: String, code: String },
     #[error("{method}: probability {probability} is not between 0 and 1")]
     Probability { method: String, probability: f64 },
+    #[error("{method}: the probabilities of the alternatives add up to {total}, more than 1")]
+    AlternativesOverOne { method: String, total: f64 },
 }
 
 /// One parsed rule.
@@ -130,42 +137,57 @@ struct RawRule {
     times: Option<u64>,
 }
 
-/// Parses the text of a fault configuration file.
-pub fn parse_config(text: &str) -> Result<BTreeMap<String, Rule>, FaultConfigError> {
-    let raw: BTreeMap<String, RawRule> = serde_json::from_str(text)?;
+/// Parses the text of a fault configuration file: each method's rules, alternatives in file order.
+pub fn parse_config(text: &str) -> Result<BTreeMap<String, Vec<Rule>>, FaultConfigError> {
+    // Each entry is read by its shape (a list or one rule) so that serde's messages name the bad field.
+    let raw: BTreeMap<String, serde_json::Value> = serde_json::from_str(text)?;
     let mut rules = BTreeMap::new();
-    for (method, raw) in raw {
+    for (method, entry) in raw {
         if method != ANY_METHOD && !METHODS.contains(&method.as_str()) {
             return Err(FaultConfigError::UnknownMethod(method));
         }
-        let code = match &raw.code {
-            None | Some(serde_json::Value::Null) => None,
-            Some(value) => {
-                let parsed = match value {
-                    serde_json::Value::String(name) => parse_code(name),
-                    serde_json::Value::Number(n) => n.as_i64().and_then(code_from_number),
-                    _ => None,
-                };
-                let unknown = || FaultConfigError::UnknownCode { method: method.clone(), code: value.to_string() };
-                // OK as a code means "no error": the rule then only adds latency.
-                Some(parsed.ok_or_else(unknown)?).filter(|c| *c != Code::Ok)
-            }
+        let raws: Vec<RawRule> = match entry {
+            list @ serde_json::Value::Array(_) => serde_json::from_value(list)?,
+            one => vec![serde_json::from_value(one)?],
         };
-        let probability = raw.probability.unwrap_or(1.0);
-        if !(0.0..=1.0).contains(&probability) {
-            return Err(FaultConfigError::Probability { method, probability });
+        let parsed = raws.into_iter().map(|raw| parse_rule(&method, raw)).collect::<Result<Vec<_>, _>>()?;
+        let total: f64 = parsed.iter().map(|rule| rule.probability).sum();
+        // A little slack for decimal fractions that add up to 1 in the file but not in binary.
+        if total > 1.0 + 1e-9 {
+            return Err(FaultConfigError::AlternativesOverOne { method, total });
         }
-        let rule = Rule {
-            code,
-            message: raw.message.unwrap_or_else(|| "injected fault".to_string()),
-            probability,
-            latency: Duration::from_millis(raw.latency_ms),
-            after_work: raw.after_work,
-            times: raw.times,
-        };
-        rules.insert(method, rule);
+        rules.insert(method, parsed);
     }
     Ok(rules)
+}
+
+fn parse_rule(method: &str, raw: RawRule) -> Result<Rule, FaultConfigError> {
+    let method = method.to_string();
+    let code = match &raw.code {
+        None | Some(serde_json::Value::Null) => None,
+        Some(value) => {
+            let parsed = match value {
+                serde_json::Value::String(name) => parse_code(name),
+                serde_json::Value::Number(n) => n.as_i64().and_then(code_from_number),
+                _ => None,
+            };
+            let unknown = || FaultConfigError::UnknownCode { method: method.clone(), code: value.to_string() };
+            // OK as a code means "no error": the rule then only adds latency.
+            Some(parsed.ok_or_else(unknown)?).filter(|c| *c != Code::Ok)
+        }
+    };
+    let probability = raw.probability.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&probability) {
+        return Err(FaultConfigError::Probability { method, probability });
+    }
+    Ok(Rule {
+        code,
+        message: raw.message.unwrap_or_else(|| "injected fault".to_string()),
+        probability,
+        latency: Duration::from_millis(raw.latency_ms),
+        after_work: raw.after_work,
+        times: raw.times,
+    })
 }
 
 /// A gRPC code by its Go name (`DeadlineExceeded`) or its proto name (`DEADLINE_EXCEEDED`); case and
@@ -224,8 +246,9 @@ impl FileStamp {
 #[derive(Debug)]
 struct Loaded {
     stamp: Option<FileStamp>,
-    rules: BTreeMap<String, Rule>,
-    fired: HashMap<String, u64>,
+    rules: BTreeMap<String, Vec<Rule>>,
+    /// How often each rule fired, by method key and position among its alternatives.
+    fired: HashMap<(String, usize), u64>,
     prng: Prng,
 }
 
@@ -252,16 +275,24 @@ impl Faults {
         let mut loaded = self.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         loaded.reload_if_changed(path);
         let key = if loaded.rules.contains_key(method) { method } else { ANY_METHOD };
-        let rule = loaded.rules.get(key)?.clone();
-        let fired = loaded.fired.get(key).copied().unwrap_or(0);
-        if rule.times.is_some_and(|times| fired >= times) {
+        let rules = loaded.rules.get(key)?.clone();
+        // probability 1.0 must always fire and 0.0 never, whatever the generator returns: one draw, compared
+        // with the running total of the alternatives' probabilities.
+        let draw = match rules.as_slice() {
+            [only] if only.probability >= 1.0 => 0.0,
+            _ => loaded.prng.next_f64(),
+        };
+        let mut total = 0.0;
+        let (index, rule) = rules.iter().enumerate().find(|(_, rule)| {
+            total += rule.probability;
+            draw < total
+        })?;
+        let fired = loaded.fired.entry((key.to_string(), index)).or_default();
+        if rule.times.is_some_and(|times| *fired >= times) {
             return None;
         }
-        // probability 1.0 must always fire and 0.0 never, whatever the generator returns.
-        if rule.probability < 1.0 && loaded.prng.next_f64() >= rule.probability {
-            return None;
-        }
-        *loaded.fired.entry(key.to_string()).or_default() += 1;
+        *fired += 1;
+        let rule = rule.clone();
         Some(Injection { code: rule.code, message: rule.message, latency: rule.latency, after_work: rule.after_work })
     }
 }
@@ -308,7 +339,7 @@ mod tests {
         }"#;
         let rules = parse_config(text).unwrap();
         assert_eq!(
-            rules["CreateVolume"],
+            rules["CreateVolume"][0],
             Rule {
                 code: Some(Code::DeadlineExceeded),
                 message: "injected fault".into(),
@@ -318,12 +349,12 @@ mod tests {
                 times: Some(3),
             }
         );
-        assert_eq!(rules["Probe"].code, Some(Code::Unavailable));
-        assert_eq!(rules["Probe"].message, "restarting");
-        assert_eq!(rules["Probe"].probability, 1.0);
-        assert_eq!(rules["ListVolumes"].code, None);
-        assert_eq!(rules["DeleteVolume"].code, Some(Code::Unavailable));
-        assert_eq!(rules["*"].code, Some(Code::Internal));
+        assert_eq!(rules["Probe"][0].code, Some(Code::Unavailable));
+        assert_eq!(rules["Probe"][0].message, "restarting");
+        assert_eq!(rules["Probe"][0].probability, 1.0);
+        assert_eq!(rules["ListVolumes"][0].code, None);
+        assert_eq!(rules["DeleteVolume"][0].code, Some(Code::Unavailable));
+        assert_eq!(rules["*"][0].code, Some(Code::Internal));
     }
 
     #[test]
@@ -337,11 +368,66 @@ mod tests {
             (r#"{"CreateVolume": {"probabilty": 0.5}}"#, "unknown field"),
             (r#"{"CreateVolume": {"latency_ms": -1}}"#, "invalid value"),
             (r#"["CreateVolume"]"#, "not a JSON object"),
+            (r#"{"CreateVolume": [{"probability": 0.7}, {"probability": 0.4}]}"#, "add up to 1.1"),
+            (r#"{"CreateVolume": [{"code": "Sometimes", "probability": 0.1}]}"#, "unknown gRPC code"),
+            (r#"{"CreateVolume": [{"probabilty": 0.1}]}"#, "unknown field"),
         ];
         for (text, want) in cases {
             let err = parse_config(text).unwrap_err().to_string();
             assert!(err.contains(want), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn parses_alternatives_in_order() {
+        let text = r#"{"CreateVolume": [
+            {"code": "DeadlineExceeded", "probability": 0.2, "after_work": true},
+            {"code": "Unavailable", "probability": 0.1},
+            {"latency_ms": 8000, "probability": 0.7}
+        ]}"#;
+        let rules = &parse_config(text).unwrap()["CreateVolume"];
+        let shape: Vec<_> =
+            rules.iter().map(|r| (r.code, r.probability, r.after_work, r.latency.as_millis())).collect();
+        assert_eq!(
+            shape,
+            [
+                (Some(Code::DeadlineExceeded), 0.2, true, 0),
+                (Some(Code::Unavailable), 0.1, false, 0),
+                (None, 0.7, false, 8000)
+            ]
+        );
+    }
+
+    #[test]
+    fn alternatives_share_one_draw() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("faults.json");
+        let text = r#"{"CreateVolume": [
+            {"code": "DeadlineExceeded", "probability": 0.2},
+            {"code": "Unavailable", "probability": 0.1},
+            {"code": "ResourceExhausted", "probability": 0.05, "times": 10}
+        ]}"#;
+        std::fs::write(&path, text).unwrap();
+        let faults = Faults::with_prng(Some(path), Prng::seeded(7));
+        let mut by_code: HashMap<Option<Code>, u32> = HashMap::new();
+        for _ in 0..10_000 {
+            *by_code.entry(faults.draw("CreateVolume").and_then(|i| i.code)).or_default() += 1;
+        }
+        let count = |code| by_code.get(&Some(code)).copied().unwrap_or(0);
+        assert!((1800..2200).contains(&count(Code::DeadlineExceeded)), "{by_code:?}");
+        assert!((850..1150).contains(&count(Code::Unavailable)), "{by_code:?}");
+        assert_eq!(count(Code::ResourceExhausted), 10, "times bounds one alternative: {by_code:?}");
+        assert_eq!(by_code.values().sum::<u32>(), 10_000);
+    }
+
+    #[test]
+    fn alternatives_adding_up_to_one_always_fire() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("faults.json");
+        let text = r#"{"Probe": [{"code": "Internal", "probability": 0.3}, {"code": "Aborted", "probability": 0.7}]}"#;
+        std::fs::write(&path, text).unwrap();
+        let faults = Faults::with_prng(Some(path), Prng::seeded(11));
+        assert!((0..1000).all(|_| faults.draw("Probe").is_some()));
     }
 
     #[test]

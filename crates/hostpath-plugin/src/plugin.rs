@@ -84,7 +84,8 @@ impl Plugin {
         &self.shared.config
     }
 
-    /// Serves one RPC: draws a fault for `method`, runs `work` unless the fault forbids it, and logs.
+    /// Serves one RPC: draws a fault for `method`, runs `work` unless the fault forbids it, and logs. Every
+    /// injection logs one warning starting "injected fault" or "injected delay", which `make chaos` counts.
     ///
     /// `work` runs on a blocking thread because it does file I/O; it runs to the end even when the caller
     /// gives up, so a cancelled call never leaves a half-done change.
@@ -112,7 +113,14 @@ impl Plugin {
                         tracing::warn!(method, code = ?status.code(), done = result.is_ok(), "injected fault after the work");
                         Err(status)
                     }
-                    None => result,
+                    None => {
+                        tracing::warn!(
+                            method,
+                            latency_ms = fault.latency.as_millis() as u64,
+                            "injected delay after the work"
+                        );
+                        result
+                    }
                 }
             }
             Some(fault) => {
@@ -122,7 +130,14 @@ impl Plugin {
                         tracing::warn!(method, code = ?status.code(), "injected fault instead of the work");
                         Err(status)
                     }
-                    None => self.run(request, work).await,
+                    None => {
+                        tracing::warn!(
+                            method,
+                            latency_ms = fault.latency.as_millis() as u64,
+                            "injected delay before the work"
+                        );
+                        self.run(request, work).await
+                    }
                 }
             }
         };

@@ -14,7 +14,7 @@ use crate::translate::api_errors::cleanup_class_missing;
 use crate::translate::claim_filter::{claim_class_name, selected_node};
 use crate::translate::create_volume::volume_name;
 use crate::translate::data_source::DataSource;
-use crate::translate::in_flight::driver_is_done;
+use crate::translate::in_flight::cleanup_rules_out_volume;
 use crate::translate::in_flight_entry::InFlightEntry;
 use crate::translate::names::EVENT_PROVISIONING_CLEANUP_FAILED;
 use crate::translate::refusal::{EventType, PlannedEvent, ProvisioningState, create_volume_failure};
@@ -71,7 +71,7 @@ impl Shared {
                         }
                         Err(err) => {
                             let refusal = create_volume_failure(&err, false);
-                            if !driver_is_done(refusal.state) {
+                            if !cleanup_rules_out_volume(&err) {
                                 return self.cleanup_failed(&claim, refusal.message).await;
                             }
                             tracing::info!(claim = %path, error = %refusal, "the driver has no volume for the deleted claim");

@@ -9,6 +9,7 @@
 //! until the provisioner has repeated CreateVolume with the same name (CSI calls are idempotent by name), learned
 //! the volume id and deleted the volume.
 
+use csi_client::{Call, CallError};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use super::claim_filter::is_our_claim;
@@ -57,6 +58,14 @@ pub fn in_flight(claim: &PersistentVolumeClaim, provisioner: &Provisioner, volum
 /// (timeout, Unavailable, ...) the volume may exist, and the finalizer stays until a later call tells.
 pub fn driver_is_done(state: ProvisioningState) -> bool {
     matches!(state, ProvisioningState::Finished | ProvisioningState::Reschedule)
+}
+
+/// Cleaning up after a deleted claim whose volume id was never recorded, CreateVolume is repeated to learn it: does
+/// the driver's failure rule out a volume under the claim's name? Only a final answer does. RESOURCE_EXHAUSTED is
+/// not one: a driver out of room or throttled for a moment says it, and the volume an earlier call made may well
+/// exist (`make chaos` leaked one so: the cleanup took RESOURCE_EXHAUSTED for "no volume" and forgot the claim).
+pub fn cleanup_rules_out_volume(error: &CallError) -> bool {
+    error.disposition_for(Call::CreateVolume).is_final()
 }
 
 #[cfg(test)]
@@ -131,6 +140,30 @@ mod tests {
         }
         let other = Provisioner::new("other.csi.k8s.io");
         assert_eq!(in_flight(&claim(true, true, None), &other, false), Nothing, "another driver's claim");
+    }
+
+    #[test]
+    fn only_a_final_answer_rules_out_a_volume_to_clean_up() {
+        use tonic::Code;
+        let method = "/csi.v1.Controller/CreateVolume";
+        let table = [
+            (Code::InvalidArgument, true),
+            (Code::NotFound, true),
+            (Code::OutOfRange, true),
+            (Code::Unimplemented, true),
+            (Code::FailedPrecondition, true),
+            (Code::ResourceExhausted, false),
+            (Code::Unavailable, false),
+            (Code::DeadlineExceeded, false),
+            (Code::Aborted, false),
+            (Code::Cancelled, false),
+        ];
+        for (code, want) in table {
+            let error = CallError::Status { method, status: tonic::Status::new(code, "boom") };
+            assert_eq!(cleanup_rules_out_volume(&error), want, "{code:?}");
+        }
+        let timeout = CallError::Timeout { method, timeout: std::time::Duration::from_secs(10) };
+        assert!(!cleanup_rules_out_volume(&timeout), "a timeout says nothing");
     }
 
     #[test]

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::ResourceExt;
 use sidecar_runtime::events::PlannedEvent;
-use snapshot_api::names::{ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, LABEL_MANAGED_BY};
+use snapshot_api::names::{
+    ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND, LABEL_MANAGED_BY,
+};
 use snapshot_api::{
     VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent, VolumeSnapshotContentSource, VolumeSnapshotContentSpec,
 };
@@ -67,6 +69,11 @@ pub fn dynamic_content(
             source_volume_mode: if options.prevent_volume_mode_conversion { spec.volume_mode.clone() } else { None },
         },
     );
+    // Protected from its creation, where upstream adds the finalizer on the content's first sync: csi-snapshotter may
+    // call CreateSnapshot before that write lands (it kept conflicting with csi-snapshotter's own writes under
+    // `make chaos`), and a snapshot deleted meanwhile took the unprotected content with it, leaking the storage
+    // snapshot being cut.
+    content.metadata.finalizers = Some(vec![FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND.to_string()]);
     if let Some(node) = &options.managed_by_node {
         content.metadata.labels = Some(BTreeMap::from([(LABEL_MANAGED_BY.to_string(), node.clone())]));
     }
@@ -155,6 +162,11 @@ mod tests {
         assert_eq!(content.spec.source_volume_mode.as_deref(), Some("Filesystem"), "4c: volume mode kept");
         assert_eq!(content.metadata.labels, None);
         assert_eq!(content.metadata.annotations, None, "5: no secret, no annotation");
+        assert_eq!(
+            content.finalizers(),
+            ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
+            "9: bound-protection from the creation on, before any CreateSnapshot can run"
+        );
     }
 
     #[test]

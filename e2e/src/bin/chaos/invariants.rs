@@ -1,0 +1,130 @@
+//! The quiet period: faults off, every process up; the world is observed until every invariant holds or the
+//! time runs out, and the observation is what the last line reports.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use csi_sidecars_e2e::binary;
+use csi_sidecars_e2e::chaos::invariants::{Change, ClaimView, Findings, Observation, VolumeView, quantity_bytes};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+
+use crate::world::World;
+
+const POLL_EVERY: Duration = Duration::from_secs(2);
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// What the run expects to find.
+#[derive(Debug, Default)]
+pub struct Expected {
+    pub survivors: BTreeSet<String>,
+    pub changes: BTreeMap<String, Change>,
+    /// Whether VolumeSnapshotContents exist to be listed (the snapshot CRDs are installed).
+    pub snapshots: bool,
+}
+
+/// Waits for the invariants; returns the last findings and when they first all held (None if they never did).
+pub async fn quiesce(world: &World, expected: &Expected, timeout: Duration) -> (Findings, Option<Instant>) {
+    let started = Instant::now();
+    let mut last_progress = Instant::now();
+    let mut findings = Findings::default();
+    loop {
+        match observe(world, expected).await {
+            Ok(observation) => {
+                findings = observation.findings();
+                if findings.tally().clean() {
+                    return (findings, Some(Instant::now()));
+                }
+                if last_progress.elapsed() >= PROGRESS_EVERY {
+                    last_progress = Instant::now();
+                    println!("{} quiet: not yet: {}", world.clock(), findings.tally());
+                }
+            }
+            Err(error) => println!("{} quiet: cannot observe yet: {error:#}", world.clock()),
+        }
+        if started.elapsed() >= timeout {
+            return (findings, None);
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
+async fn observe(world: &World, expected: &Expected) -> anyhow::Result<Observation> {
+    let backend_volumes = csictl(world, "list-volumes", "volume_id")?;
+    let backend_snapshots = csictl(world, "list-snapshots", "snapshot_id")?;
+    let pvs = Api::<PersistentVolume>::all(world.client.clone()).list(&Default::default()).await?;
+    let volumes = pvs
+        .items
+        .into_iter()
+        .filter_map(|pv| {
+            let spec = pv.spec?;
+            let csi = spec.csi.filter(|csi| csi.driver == world.driver)?;
+            Some(VolumeView {
+                name: pv.metadata.name.unwrap_or_default(),
+                handle: csi.volume_handle,
+                claim_uid: spec.claim_ref.and_then(|r| r.uid),
+                phase: pv.status.and_then(|s| s.phase),
+                reclaim_policy: spec.persistent_volume_reclaim_policy,
+            })
+        })
+        .collect();
+    let claims =
+        Api::<PersistentVolumeClaim>::namespaced(world.client.clone(), world.ns()).list(&Default::default()).await?;
+    let claims = claims
+        .items
+        .into_iter()
+        .map(|claim| {
+            let status = claim.status.unwrap_or_default();
+            ClaimView {
+                name: claim.metadata.name.unwrap_or_default(),
+                uid: claim.metadata.uid.unwrap_or_default(),
+                bound: status.phase.as_deref() == Some("Bound"),
+                capacity_bytes: status.capacity.and_then(|c| c.get("storage").and_then(|q| quantity_bytes(&q.0))),
+                current_class: status.current_volume_attributes_class_name,
+            }
+        })
+        .collect();
+    let snapshot_handles = if expected.snapshots { snapshot_handles(world).await? } else { BTreeSet::new() };
+    Ok(Observation {
+        backend_volumes,
+        backend_snapshots,
+        snapshot_handles,
+        volumes,
+        claims,
+        survivors: expected.survivors.clone(),
+        changes: expected.changes.clone(),
+    })
+}
+
+/// The snapshot handles of the driver's VolumeSnapshotContents (status, or spec for pre-provisioned ones).
+async fn snapshot_handles(world: &World) -> anyhow::Result<BTreeSet<String>> {
+    let gvk = GroupVersionKind::gvk("snapshot.storage.k8s.io", "v1", "VolumeSnapshotContent");
+    let api: Api<DynamicObject> = Api::all_with(world.client.clone(), &ApiResource::from_gvk(&gvk));
+    let contents = api.list(&Default::default()).await?;
+    Ok(contents
+        .items
+        .into_iter()
+        .filter(|c| c.data["spec"]["driver"] == world.driver.as_str())
+        .filter_map(|c| {
+            let handle =
+                c.data["status"]["snapshotHandle"].as_str().or(c.data["spec"]["source"]["snapshotHandle"].as_str());
+            handle.map(str::to_string)
+        })
+        .collect())
+}
+
+/// One field of every row csictl lists from the plugin.
+fn csictl(world: &World, verb: &str, field: &str) -> anyhow::Result<BTreeSet<String>> {
+    let output = std::process::Command::new(binary("csictl"))
+        .arg(format!("--endpoint=unix://{}", world.socket.display()))
+        .args([verb, "-o", "json"])
+        .output()
+        .context("running csictl")?;
+    if !output.status.success() {
+        bail!("csictl {verb}: {}", String::from_utf8_lossy(&output.stderr).trim());
+    }
+    let rows: serde_json::Value = serde_json::from_slice(&output.stdout).context("csictl prints JSON")?;
+    Ok(rows.as_array().into_iter().flatten().filter_map(|row| row[field].as_str().map(str::to_string)).collect())
+}

@@ -1,0 +1,205 @@
+//! Phase provision: claims created at a steady pace and a share of them deleted while being provisioned, under
+//! CreateVolume/DeleteVolume faults, with the two csi-provisioner replicas SIGKILLed in turn, the plugin
+//! restarted once and (on a cluster of its own) kube-apiserver restarted once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use csi_sidecars_e2e::Sidecar;
+use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, PROVISION_METHODS};
+use csi_sidecars_e2e::chaos::sizes::{Sizes, picked};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+
+use crate::world::{Replicas, World, with_retries};
+
+/// The size every claim starts with.
+pub const CLAIM_SIZE: &str = "1Mi";
+const TICK: Duration = Duration::from_millis(100);
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// What the phase leaves behind.
+pub struct Provisioned {
+    pub class: String,
+    /// Claims the run did not delete.
+    pub survivors: BTreeSet<String>,
+    pub replicas: Replicas,
+}
+
+/// When each disturbance of the phase happens, in seconds from its start.
+struct Timeline {
+    window: Duration,
+    spacing: Duration,
+    kills: Vec<Duration>,
+    plugin_restart: Duration,
+    apiserver_restart: Option<Duration>,
+}
+
+impl Timeline {
+    fn of(sizes: &Sizes) -> Timeline {
+        let window = sizes
+            .kill_every
+            .mul_f64(sizes.min_kills.max(1) as f64)
+            .max(Duration::from_millis(200) * sizes.claims as u32);
+        // Claims are all created in the first 80 % of the window, so deletions and kills still meet work in flight.
+        let spacing = window.mul_f64(0.8) / sizes.claims.max(1) as u32;
+        let kills = (1..).map(|k| sizes.kill_every * k).take_while(|t| *t <= window).collect();
+        Timeline {
+            window,
+            spacing,
+            kills,
+            plugin_restart: window.mul_f64(0.35),
+            apiserver_restart: sizes.restart_apiserver.then(|| window.mul_f64(0.6)),
+        }
+    }
+}
+
+pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: &str) -> anyhow::Result<Provisioned> {
+    let class = storage_class(world).await?;
+    let mut replicas =
+        Replicas::start(world, "csi-provisioner", Sidecar::Provisioner, &["--immediate-topology=false"]).await;
+    world.faults_on(PROVISION_METHODS, mix)?;
+
+    let timeline = Timeline::of(sizes);
+    println!(
+        "{} provision: {} claims over {:.0} s, {} kills, plugin restart at {:.0} s{}",
+        world.clock(),
+        sizes.claims,
+        timeline.window.as_secs_f64(),
+        timeline.kills.len(),
+        timeline.plugin_restart.as_secs_f64(),
+        timeline
+            .apiserver_restart
+            .map(|t| format!(", kube-apiserver restart at {:.0} s", t.as_secs_f64()))
+            .unwrap_or_default(),
+    );
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(world.client.clone(), world.ns());
+    let (post, delete) = (PostParams::default(), DeleteParams::default());
+    let started = Instant::now();
+    let mut created = 0;
+    let mut to_delete: BTreeMap<Duration, String> = BTreeMap::new();
+    let mut survivors = BTreeSet::new();
+    let mut deleted = 0;
+    let mut kills = timeline.kills.iter().peekable();
+    let mut plugin_restarted = false;
+    let mut apiserver_restarted = timeline.apiserver_restart.is_none();
+    let mut last_progress = Instant::now();
+    loop {
+        let now = started.elapsed();
+        while created < sizes.claims && timeline.spacing * created as u32 <= now {
+            let name = format!("c-{created:04}");
+            let claim = claim(&name, &class, first_class);
+            with_retries(&format!("create claim {name}"), &[409], || claims.create(&post, &claim)).await?;
+            if picked(created, sizes.delete_share) {
+                // Deleted 0.3 to 3 s after its creation: before, during or just after CreateVolume.
+                let delay = Duration::from_millis(300 + (created as u64 * 733) % 2700);
+                to_delete.insert(now + delay + Duration::from_nanos(created as u64), name);
+            } else {
+                survivors.insert(name);
+            }
+            created += 1;
+        }
+        while let Some(entry) = to_delete.first_entry() {
+            if *entry.key() > started.elapsed() {
+                break;
+            }
+            let name = entry.remove();
+            with_retries(&format!("delete claim {name}"), &[404], || claims.delete(&name, &delete)).await?;
+            deleted += 1;
+        }
+        if kills.next_if(|t| **t <= now).is_some() {
+            replicas.kill_next(world);
+        }
+        if !plugin_restarted && now >= timeline.plugin_restart {
+            plugin_restarted = true;
+            println!("{} provision: kill -9 of the plugin, started again on the same socket and state", world.clock());
+            world.restart_plugin().await;
+        }
+        if !apiserver_restarted && timeline.apiserver_restart.is_some_and(|t| now >= t) {
+            apiserver_restarted = true;
+            println!("{} provision: restarting kube-apiserver", world.clock());
+            world.restart_apiserver().await?;
+            println!("{} provision: kube-apiserver is back", world.clock());
+        }
+        replicas.supervise(world);
+        if last_progress.elapsed() >= PROGRESS_EVERY {
+            last_progress = Instant::now();
+            let bound = count_bound(&claims).await;
+            println!(
+                "{} provision: created {created}/{}, deleted {deleted}, bound {bound}, kills {}, restarts {}, faults {}",
+                world.clock(),
+                sizes.claims,
+                world.kills,
+                world.restarts,
+                world.faults_injected()
+            );
+        }
+        let finished = created == sizes.claims && to_delete.is_empty() && kills.peek().is_none();
+        if finished && now >= timeline.window && plugin_restarted && apiserver_restarted {
+            break;
+        }
+        tokio::time::sleep(TICK).await;
+    }
+    // The next phase changes Bound claims: give the survivors time to bind, faults still on, no more kills.
+    let waiting = Instant::now();
+    let mut bound = count_bound(&claims).await;
+    while bound < survivors.len() && waiting.elapsed() < sizes.quiesce_timeout {
+        replicas.supervise(world);
+        if last_progress.elapsed() >= PROGRESS_EVERY {
+            last_progress = Instant::now();
+            println!("{} provision: waiting for the survivors: bound {bound}/{}", world.clock(), survivors.len());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        bound = count_bound(&claims).await;
+    }
+    println!(
+        "{} provision: done: {created} created, {deleted} deleted mid-flight, {bound}/{} survivors bound, {} kills so far",
+        world.clock(),
+        survivors.len(),
+        world.kills
+    );
+    Ok(Provisioned { class, survivors, replicas })
+}
+
+/// The phase's StorageClass: Immediate, Delete, expandable.
+async fn storage_class(world: &World) -> anyhow::Result<String> {
+    let name = world.ns().to_string();
+    let class = StorageClass {
+        metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
+        provisioner: world.driver.clone(),
+        reclaim_policy: Some("Delete".into()),
+        volume_binding_mode: Some("Immediate".into()),
+        allow_volume_expansion: Some(true),
+        ..Default::default()
+    };
+    Api::<StorageClass>::all(world.client.clone()).create(&PostParams::default(), &class).await?;
+    Ok(name)
+}
+
+fn claim(name: &str, class: &str, attributes_class: &str) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            // Block: an expansion is then finished by csi-resizer alone (a file system would wait for a kubelet).
+            volume_mode: Some("Block".into()),
+            storage_class_name: Some(class.into()),
+            volume_attributes_class_name: Some(attributes_class.into()),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_string(), Quantity(CLAIM_SIZE.into()))])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Bound claims right now (0 while the API server is away).
+async fn count_bound(claims: &Api<PersistentVolumeClaim>) -> usize {
+    let Ok(list) = claims.list(&Default::default()).await else { return 0 };
+    list.items.iter().filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")).count()
+}

@@ -1,0 +1,299 @@
+//! The chaos run's world: one namespace, one hostpath plugin under a driver name of its own with a fault file
+//! the run rewrites, sidecar replicas as ServiceAccounts with upstream's RBAC, and the counts of what was done
+//! to them.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, fault_config, injected_faults};
+use csi_sidecars_e2e::{Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, repo_root};
+
+/// Leader election as in e2e/tests/leader_election.rs: short, so a killed leader is replaced within seconds.
+pub const ELECTION: &[&str] = &[
+    "--leader-election",
+    "--leader-election-lease-duration=6s",
+    "--leader-election-renew-deadline=4s",
+    "--leader-election-retry-period=1s",
+];
+/// Every sidecar's CSI call timeout; hanging calls sleep longer (Sizes::hang_for).
+pub const CSI_TIMEOUT: &str = "--timeout=5s";
+
+pub struct World {
+    pub client: kube::Client,
+    pub ns: TestNamespace,
+    pub scenario: Scenario,
+    pub driver: String,
+    pub socket: PathBuf,
+    state_dir: PathBuf,
+    fault_file: PathBuf,
+    plugin: Option<Process>,
+    /// Every plugin process's log, to count the faults it injected.
+    plugin_logs: Vec<Process>,
+    plugin_starts: u32,
+    /// The sidecars' ServiceAccounts; dropping one removes its ClusterRole, so they live as long as the world.
+    identities: Vec<SidecarIdentity>,
+    pub started: Instant,
+    pub kills: u64,
+    pub restarts: u64,
+    /// When the last fault was on, or the last kill or restart happened.
+    pub last_disturbance: Instant,
+}
+
+impl World {
+    pub async fn new() -> anyhow::Result<World> {
+        let client = Cluster::shared().client().await;
+        let ns = TestNamespace::create(&client, "chaos").await;
+        let driver = format!("{}.csi.e2e", ns.name());
+        let scenario = Scenario::new("chaos");
+        let socket = scenario.path("plugin.sock");
+        let state_dir = scenario.path("plugin-state");
+        let fault_file = scenario.path("faults.json");
+        let mut world = World {
+            client,
+            ns,
+            scenario,
+            driver,
+            socket,
+            state_dir,
+            fault_file,
+            plugin: None,
+            plugin_logs: Vec::new(),
+            plugin_starts: 0,
+            identities: Vec::new(),
+            started: Instant::now(),
+            kills: 0,
+            restarts: 0,
+            last_disturbance: Instant::now(),
+        };
+        world.start_plugin();
+        Ok(world)
+    }
+
+    pub fn ns(&self) -> &str {
+        self.ns.name()
+    }
+
+    /// Seconds since the run started, for progress lines.
+    pub fn clock(&self) -> String {
+        format!("[{:6.1} s]", self.started.elapsed().as_secs_f64())
+    }
+
+    fn start_plugin(&mut self) {
+        self.plugin_starts += 1;
+        let args = vec![
+            format!("--endpoint=unix://{}", self.socket.display()),
+            format!("--state-dir={}", self.state_dir.display()),
+            "--node-id=e2e-node".to_string(),
+            format!("--driver-name={}", self.driver),
+            format!("--fault-config={}", self.fault_file.display()),
+            "-v=2".to_string(),
+        ];
+        let name = format!("hostpath-plugin-{}", self.plugin_starts);
+        let process = self.scenario.start(&name, &binary("hostpath-plugin"), &args);
+        if let Some(old) = self.plugin.replace(process) {
+            self.plugin_logs.push(old);
+        }
+    }
+
+    /// kill -9 the plugin and start it again on the same socket and state directory.
+    pub async fn restart_plugin(&mut self) {
+        if let Some(plugin) = self.plugin.as_mut() {
+            plugin.kill9();
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        self.start_plugin();
+        self.restarts += 1;
+        self.last_disturbance = Instant::now();
+    }
+
+    /// Restarts kube-apiserver (`e2e/cluster.sh restart kube-apiserver`); returns once it is healthy again.
+    pub async fn restart_apiserver(&mut self) -> anyhow::Result<()> {
+        let status = tokio::process::Command::new("bash")
+            .arg(repo_root().join("e2e/cluster.sh"))
+            .args(["restart", "kube-apiserver"])
+            .status()
+            .await
+            .context("running e2e/cluster.sh restart kube-apiserver")?;
+        if !status.success() {
+            bail!("e2e/cluster.sh restart kube-apiserver failed ({status})");
+        }
+        self.restarts += 1;
+        self.last_disturbance = Instant::now();
+        Ok(())
+    }
+
+    /// Turns `mix` on for `methods` (the plugin re-reads the file on its next call).
+    pub fn faults_on(&mut self, methods: &[&str], mix: &FaultMix) -> anyhow::Result<()> {
+        self.write_faults(&fault_config(methods, mix))
+    }
+
+    pub fn faults_off(&mut self) -> anyhow::Result<()> {
+        self.write_faults(&serde_json::json!({}))?;
+        self.last_disturbance = Instant::now();
+        Ok(())
+    }
+
+    fn write_faults(&self, config: &serde_json::Value) -> anyhow::Result<()> {
+        // Written aside and renamed: the plugin never reads half a file.
+        let aside = self.fault_file.with_extension("json.new");
+        std::fs::write(&aside, serde_json::to_vec_pretty(config)?)?;
+        std::fs::rename(&aside, &self.fault_file)?;
+        Ok(())
+    }
+
+    /// Faults injected so far, by every plugin process of the run.
+    pub fn faults_injected(&self) -> u64 {
+        self.plugin_logs.iter().chain(self.plugin.as_ref()).map(|p| injected_faults(&p.log())).sum()
+    }
+
+    /// A new ServiceAccount with upstream's RBAC for `sidecar`; returns its `--kubeconfig` flag.
+    pub async fn identity(&mut self, sidecar: Sidecar) -> String {
+        let identity = SidecarIdentity::create(&self.client, self.ns(), sidecar, self.scenario.dir()).await;
+        let flag = identity.kubeconfig_flag();
+        self.identities.push(identity);
+        flag
+    }
+
+    /// Copies every log of the run to `target/chaos/logs` (the scenario folder goes when the run ends).
+    pub fn keep_logs(&self) -> PathBuf {
+        let dest = repo_root().join("target/chaos/logs");
+        let _ = std::fs::remove_dir_all(&dest);
+        let _ = std::fs::create_dir_all(&dest);
+        if let Ok(entries) = std::fs::read_dir(self.scenario.dir()) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "log")
+                    && let Some(name) = path.file_name()
+                {
+                    let _ = std::fs::copy(&path, dest.join(name));
+                }
+            }
+        }
+        dest
+    }
+}
+
+/// Two replicas of one sidecar sharing a Lease, SIGKILLed in turn and started again, and started again when they
+/// exit on their own (as a kubelet would).
+pub struct Replicas {
+    name: &'static str,
+    binary: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    running: [Option<Process>; 2],
+    starts: u32,
+    next_victim: usize,
+    /// Exits the sidecars chose (e.g. on a lost driver connection), restarted without being counted as a kill.
+    pub exits: u64,
+}
+
+impl Replicas {
+    /// Two replicas of the sidecar binary `name`, as a new ServiceAccount with upstream's RBAC for `sidecar`,
+    /// beside the world's plugin, with leader election in the world's namespace and the CSI timeout; then `extra`.
+    pub async fn start(world: &mut World, name: &'static str, sidecar: Sidecar, extra: &[&str]) -> Replicas {
+        let mut args = vec![
+            format!("--csi-address={}", world.socket.display()),
+            world.identity(sidecar).await,
+            "--retry-interval-start=500ms".to_string(),
+            "--retry-interval-max=5s".to_string(),
+            CSI_TIMEOUT.to_string(),
+            format!("--leader-election-namespace={}", world.ns()),
+            sidecar_verbosity(),
+        ];
+        args.extend(ELECTION.iter().chain(extra).map(|a| a.to_string()));
+        let env = vec![("POD_NAMESPACE".to_string(), world.ns().to_string())];
+        let mut replicas = Replicas {
+            name,
+            binary: binary(name),
+            args,
+            env,
+            running: [None, None],
+            starts: 0,
+            next_victim: 0,
+            exits: 0,
+        };
+        for slot in 0..2 {
+            replicas.start_slot(world, slot);
+        }
+        replicas
+    }
+
+    fn start_slot(&mut self, world: &mut World, slot: usize) {
+        self.starts += 1;
+        // A new identity per start, as a Deployment's replacement pod has: a killed leader is replaced by the
+        // other replica once its Lease expires, never renewed by its own successor.
+        let pod_name = format!("{}-{slot}-{}", self.name, self.starts);
+        let mut env: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        env.push(("POD_NAME", &pod_name));
+        let process = world.scenario.start_with_env(&pod_name, &self.binary, &self.args, &env);
+        // The replaced handle is of a process already killed or exited; its log stays in the scenario.
+        self.running[slot] = Some(process);
+    }
+
+    /// SIGKILLs the next replica in turn and starts it again.
+    pub fn kill_next(&mut self, world: &mut World) {
+        let slot = self.next_victim;
+        self.next_victim = 1 - slot;
+        if let Some(process) = self.running[slot].as_mut() {
+            process.kill9();
+        }
+        self.start_slot(world, slot);
+        world.kills += 1;
+        world.last_disturbance = Instant::now();
+    }
+
+    /// Starts again the replicas that exited on their own.
+    pub fn supervise(&mut self, world: &mut World) {
+        for slot in 0..2 {
+            let exited = self.running[slot].as_mut().is_some_and(|p| p.exited().is_some());
+            if exited {
+                self.exits += 1;
+                self.start_slot(world, slot);
+            }
+        }
+    }
+
+    /// SIGKILLs both replicas (the end of the run).
+    pub fn stop(&mut self) {
+        for process in self.running.iter_mut().flatten() {
+            process.kill9();
+        }
+    }
+}
+
+/// `-v=2`, or `-v=$CHAOS_V` to read what a sidecar did in a failed run.
+pub fn sidecar_verbosity() -> String {
+    format!("-v={}", std::env::var("CHAOS_V").ok().filter(|v| v.parse::<u8>().is_ok()).unwrap_or_else(|| "2".into()))
+}
+
+/// Retries an API call for up to a minute: kube-apiserver may be restarting. `done_if` names the status codes
+/// that mean an earlier attempt already did the job (409 for a create, 404 for a delete).
+pub async fn with_retries<T, F, Fut>(what: &str, done_if: &[u16], mut call: F) -> anyhow::Result<Option<T>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match call().await {
+            Ok(value) => return Ok(Some(value)),
+            Err(kube::Error::Api(status)) if done_if.contains(&status.code) => return Ok(None),
+            Err(error) if Instant::now() < deadline => {
+                note_transient(what, &error);
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(error) => return Err(error).with_context(|| format!("{what}: gave up after a minute")),
+        }
+    }
+}
+
+/// Transient API errors are expected while kube-apiserver restarts; only the first of a burst is worth a line.
+fn note_transient(what: &str, error: &kube::Error) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    if LAST.swap(now, Ordering::Relaxed) + 5 < now {
+        eprintln!("chaos: {what}: {error} (retrying)");
+    }
+}

@@ -1,0 +1,378 @@
+//! What must hold once a chaos run is quiet (faults off, every process up), as counts, and the closing lines.
+//!
+//! - a leaked volume (snapshot) is a backend volume (snapshot) that no PV (VolumeSnapshotContent) names;
+//! - an orphan PV has no live claim, and is not a PV that its Retain policy keeps as Released;
+//! - a lost claim is a claim the run did not delete that is missing or not Bound;
+//! - a lost change is a requested size or VolumeAttributesClass the claim's status does not show.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Duration;
+
+/// A PV as the invariants see it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct VolumeView {
+    pub name: String,
+    pub handle: String,
+    /// `spec.claimRef.uid`.
+    pub claim_uid: Option<String>,
+    pub phase: Option<String>,
+    pub reclaim_policy: Option<String>,
+}
+
+/// A claim as the invariants see it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClaimView {
+    pub name: String,
+    pub uid: String,
+    pub bound: bool,
+    /// `status.capacity.storage` in bytes.
+    pub capacity_bytes: Option<u64>,
+    /// `status.currentVolumeAttributesClassName`.
+    pub current_class: Option<String>,
+}
+
+/// A change the run asked for on a claim.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Change {
+    pub size_bytes: Option<u64>,
+    pub class: Option<String>,
+}
+
+/// Everything observed once quiet, and what the run expects.
+#[derive(Debug, Clone, Default)]
+pub struct Observation {
+    pub backend_volumes: BTreeSet<String>,
+    pub backend_snapshots: BTreeSet<String>,
+    /// The snapshot handles of every VolumeSnapshotContent of the driver.
+    pub snapshot_handles: BTreeSet<String>,
+    pub volumes: Vec<VolumeView>,
+    pub claims: Vec<ClaimView>,
+    /// Names of the claims the run did not delete.
+    pub survivors: BTreeSet<String>,
+    /// Changes by claim name.
+    pub changes: BTreeMap<String, Change>,
+}
+
+/// The five counts of the last line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tally {
+    pub leaked_volumes: usize,
+    pub leaked_snapshots: usize,
+    pub orphan_pvs: usize,
+    pub lost_claims: usize,
+    pub lost_changes: usize,
+}
+
+impl Tally {
+    pub fn clean(&self) -> bool {
+        *self == Tally::default()
+    }
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "leaked volumes: {}, leaked snapshots: {}, orphan PVs: {}, lost claims: {}, lost changes: {}",
+            self.leaked_volumes, self.leaked_snapshots, self.orphan_pvs, self.lost_claims, self.lost_changes
+        )
+    }
+}
+
+/// Each broken invariant's object names, so a failed run says which objects to look at.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Findings {
+    pub leaked_volumes: Vec<String>,
+    pub leaked_snapshots: Vec<String>,
+    pub orphan_pvs: Vec<String>,
+    pub lost_claims: Vec<String>,
+    pub lost_changes: Vec<String>,
+}
+
+impl Findings {
+    pub fn tally(&self) -> Tally {
+        Tally {
+            leaked_volumes: self.leaked_volumes.len(),
+            leaked_snapshots: self.leaked_snapshots.len(),
+            orphan_pvs: self.orphan_pvs.len(),
+            lost_claims: self.lost_claims.len(),
+            lost_changes: self.lost_changes.len(),
+        }
+    }
+}
+
+impl Observation {
+    pub fn findings(&self) -> Findings {
+        let handles: BTreeSet<&str> = self.volumes.iter().map(|v| v.handle.as_str()).collect();
+        let claims_by_uid: BTreeSet<&str> = self.claims.iter().map(|c| c.uid.as_str()).collect();
+        let claims_by_name: BTreeMap<&str, &ClaimView> = self.claims.iter().map(|c| (c.name.as_str(), c)).collect();
+        let leaked_volumes = self.backend_volumes.iter().filter(|id| !handles.contains(id.as_str())).cloned().collect();
+        let leaked_snapshots =
+            self.backend_snapshots.iter().filter(|id| !self.snapshot_handles.contains(*id)).cloned().collect();
+        let orphan_pvs = self
+            .volumes
+            .iter()
+            .filter(|v| !v.claim_uid.as_deref().is_some_and(|uid| claims_by_uid.contains(uid)))
+            .filter(|v| !(v.phase.as_deref() == Some("Released") && v.reclaim_policy.as_deref() == Some("Retain")))
+            .map(|v| v.name.clone())
+            .collect();
+        let lost_claims = self
+            .survivors
+            .iter()
+            .filter(|name| !claims_by_name.get(name.as_str()).is_some_and(|c| c.bound))
+            .cloned()
+            .collect();
+        let lost_changes = self
+            .changes
+            .iter()
+            .filter(|(name, change)| !claims_by_name.get(name.as_str()).is_some_and(|claim| change.applied_to(claim)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        Findings { leaked_volumes, leaked_snapshots, orphan_pvs, lost_claims, lost_changes }
+    }
+}
+
+impl Change {
+    fn applied_to(&self, claim: &ClaimView) -> bool {
+        let size_ok = self.size_bytes.is_none_or(|want| claim.capacity_bytes.is_some_and(|got| got >= want));
+        let class_ok = self.class.is_none() || claim.current_class == self.class;
+        size_ok && class_ok
+    }
+}
+
+/// What the run did to the system, for the line before the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Injected {
+    pub faults: u64,
+    pub kills: u64,
+    pub restarts: u64,
+}
+
+impl Injected {
+    pub fn line(&self, quiesce: Duration) -> String {
+        format!(
+            "injected: {} faults, {} kills, {} restarts; quiet {:.1} s after the last fault",
+            self.faults,
+            self.kills,
+            self.restarts,
+            quiesce.as_secs_f64()
+        )
+    }
+}
+
+/// Bytes of a Kubernetes quantity with a binary or decimal suffix (`1Mi`, `2G`, `1048576`); None for forms a
+/// storage size does not take.
+pub fn quantity_bytes(text: &str) -> Option<u64> {
+    const SUFFIXES: &[(&str, u64)] = &[
+        ("Ki", 1 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+        ("k", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+        ("T", 1_000_000_000_000),
+    ];
+    let text = text.trim();
+    let (number, factor) = SUFFIXES
+        .iter()
+        .find_map(|(suffix, factor)| text.strip_suffix(suffix).map(|n| (n, *factor)))
+        .unwrap_or((text, 1));
+    number.parse::<u64>().ok()?.checked_mul(factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn pv(name: &str, handle: &str, uid: Option<&str>, phase: &str, policy: &str) -> VolumeView {
+        VolumeView {
+            name: name.into(),
+            handle: handle.into(),
+            claim_uid: uid.map(String::from),
+            phase: Some(phase.into()),
+            reclaim_policy: Some(policy.into()),
+        }
+    }
+
+    fn claim(name: &str, uid: &str, bound: bool) -> ClaimView {
+        ClaimView { name: name.into(), uid: uid.into(), bound, capacity_bytes: Some(1 << 20), current_class: None }
+    }
+
+    /// A quiet, clean world: two bound claims, their PVs and backend volumes, one snapshot with its content.
+    fn clean() -> Observation {
+        Observation {
+            backend_volumes: set(&["vol-a", "vol-b"]),
+            backend_snapshots: set(&["snap-1"]),
+            snapshot_handles: set(&["snap-1"]),
+            volumes: vec![
+                pv("pv-a", "vol-a", Some("u-a"), "Bound", "Delete"),
+                pv("pv-b", "vol-b", Some("u-b"), "Bound", "Delete"),
+            ],
+            claims: vec![claim("a", "u-a", true), claim("b", "u-b", true)],
+            survivors: set(&["a", "b"]),
+            changes: BTreeMap::new(),
+        }
+    }
+
+    /// One row: what is broken, how, and the counts that must show it.
+    type Row = (&'static str, fn(&mut Observation), Tally);
+
+    #[test]
+    fn each_rule_counts_its_own_breakage() {
+        let rows: &[Row] = &[
+            ("clean", |_| {}, Tally::default()),
+            (
+                "backend volume without a PV",
+                |o| {
+                    o.backend_volumes.insert("vol-x".into());
+                },
+                Tally { leaked_volumes: 1, ..Tally::default() },
+            ),
+            (
+                "backend snapshot without a content",
+                |o| {
+                    o.backend_snapshots.insert("snap-x".into());
+                },
+                Tally { leaked_snapshots: 1, ..Tally::default() },
+            ),
+            (
+                "a content whose backend snapshot is gone is no leak",
+                |o| {
+                    o.snapshot_handles.insert("snap-gone".into());
+                },
+                Tally::default(),
+            ),
+            (
+                "PV of a deleted claim, policy Delete",
+                |o| {
+                    o.backend_volumes.insert("vol-c".into());
+                    o.volumes.push(pv("pv-c", "vol-c", Some("u-deleted"), "Released", "Delete"));
+                },
+                Tally { orphan_pvs: 1, ..Tally::default() },
+            ),
+            (
+                "PV kept Released by Retain",
+                |o| {
+                    o.backend_volumes.insert("vol-c".into());
+                    o.volumes.push(pv("pv-c", "vol-c", Some("u-deleted"), "Released", "Retain"));
+                },
+                Tally::default(),
+            ),
+            (
+                "PV without a claimRef",
+                |o| {
+                    o.backend_volumes.insert("vol-c".into());
+                    o.volumes.push(pv("pv-c", "vol-c", None, "Available", "Delete"));
+                },
+                Tally { orphan_pvs: 1, ..Tally::default() },
+            ),
+            (
+                "PV bound to an older claim of the same name",
+                |o| o.volumes[0].claim_uid = Some("u-old".into()),
+                Tally { orphan_pvs: 1, ..Tally::default() },
+            ),
+            ("survivor Pending", |o| o.claims[1].bound = false, Tally { lost_claims: 1, ..Tally::default() }),
+            (
+                "survivor gone",
+                |o| {
+                    o.claims.pop();
+                    o.volumes.pop();
+                    o.backend_volumes.remove("vol-b");
+                },
+                Tally { lost_claims: 1, ..Tally::default() },
+            ),
+            (
+                "expansion shown in the status",
+                |o| {
+                    o.claims[0].capacity_bytes = Some(2 << 20);
+                    o.changes.insert("a".into(), Change { size_bytes: Some(2 << 20), class: None });
+                },
+                Tally::default(),
+            ),
+            (
+                "expansion never applied",
+                |o| {
+                    o.changes.insert("a".into(), Change { size_bytes: Some(2 << 20), class: None });
+                },
+                Tally { lost_changes: 1, ..Tally::default() },
+            ),
+            (
+                "class never applied",
+                |o| {
+                    o.claims[1].current_class = Some("silver".into());
+                    o.changes.insert("b".into(), Change { size_bytes: None, class: Some("gold".into()) });
+                },
+                Tally { lost_changes: 1, ..Tally::default() },
+            ),
+            (
+                "class applied",
+                |o| {
+                    o.claims[1].current_class = Some("gold".into());
+                    o.changes.insert("b".into(), Change { size_bytes: None, class: Some("gold".into()) });
+                },
+                Tally::default(),
+            ),
+            (
+                "change on a claim that is gone",
+                |o| {
+                    o.changes.insert("z".into(), Change { size_bytes: Some(1), class: None });
+                },
+                Tally { lost_changes: 1, ..Tally::default() },
+            ),
+        ];
+        for (what, breakage, want) in rows {
+            let mut observation = clean();
+            breakage(&mut observation);
+            assert_eq!(observation.findings().tally(), *want, "{what}");
+        }
+    }
+
+    #[test]
+    fn findings_name_the_objects() {
+        let mut observation = clean();
+        observation.backend_volumes.insert("vol-x".into());
+        observation.claims[0].bound = false;
+        let findings = observation.findings();
+        assert_eq!(findings.leaked_volumes, ["vol-x"]);
+        assert_eq!(findings.lost_claims, ["a"]);
+    }
+
+    #[test]
+    fn last_lines_read_as_the_issue_asks() {
+        let tally = Tally { leaked_volumes: 1, leaked_snapshots: 2, orphan_pvs: 3, lost_claims: 4, lost_changes: 5 };
+        assert_eq!(
+            tally.to_string(),
+            "leaked volumes: 1, leaked snapshots: 2, orphan PVs: 3, lost claims: 4, lost changes: 5"
+        );
+        assert!(!tally.clean());
+        assert!(Tally::default().clean());
+        let injected = Injected { faults: 120, kills: 9, restarts: 2 };
+        assert_eq!(
+            injected.line(Duration::from_millis(12_340)),
+            "injected: 120 faults, 9 kills, 2 restarts; quiet 12.3 s after the last fault"
+        );
+    }
+
+    #[test]
+    fn reads_storage_quantities() {
+        let rows: &[(&str, Option<u64>)] = &[
+            ("1Mi", Some(1 << 20)),
+            ("2Gi", Some(2 << 30)),
+            ("1048576", Some(1 << 20)),
+            ("5M", Some(5_000_000)),
+            ("3k", Some(3_000)),
+            ("1.5Gi", None),
+            ("Mi", None),
+            ("", None),
+        ];
+        for (text, want) in rows {
+            assert_eq!(quantity_bytes(text), *want, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! The pure parts of `make chaos` (e2e/src/bin/chaos): which faults the plugin injects, how big a run is, and
+//! the invariants checked once everything is quiet. The binary does the I/O; these modules decide and count.
+
+pub mod fault_plan;
+pub mod invariants;
+pub mod sizes;

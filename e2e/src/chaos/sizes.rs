@@ -1,0 +1,200 @@
+//! How big a chaos run is, from `CHAOS_*` environment variables (README, "Chaos"), and which claims each step
+//! picks.
+
+use std::time::Duration;
+
+/// The phases, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Provision,
+    Change,
+    Snapshot,
+}
+
+impl Phase {
+    fn parse(name: &str) -> Option<Phase> {
+        match name.trim() {
+            "provision" => Some(Phase::Provision),
+            "change" | "expand" | "modify" => Some(Phase::Change),
+            "snapshot" | "snapshots" => Some(Phase::Snapshot),
+            _ => None,
+        }
+    }
+}
+
+/// One run's sizes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sizes {
+    /// `CHAOS_CLAIMS` [300]: claims created in the provision phase.
+    pub claims: usize,
+    /// `CHAOS_DELETE_SHARE` [0.2]: share of them deleted while being provisioned.
+    pub delete_share: f64,
+    /// `CHAOS_KILL_EVERY` [20] seconds between two SIGKILLs of a sidecar replica.
+    pub kill_every: Duration,
+    /// `CHAOS_MIN_KILLS` [4]: each phase with replicas lasts until this many kills are done.
+    pub min_kills: usize,
+    /// `CHAOS_CHANGE_SHARE` [0.3]: share of the surviving claims expanded, and (another) share moved between
+    /// VolumeAttributesClasses.
+    pub change_share: f64,
+    /// `CHAOS_SNAPSHOTS` [40]: VolumeSnapshots created (a quarter of them deleted again).
+    pub snapshots: usize,
+    /// `CHAOS_RESTART_APISERVER` [1]: restart kube-apiserver once (0 for a shared cluster, as in `make test`).
+    pub restart_apiserver: bool,
+    /// `CHAOS_HANG_SECONDS` [8]: how long a hanging call sleeps; the sidecars run with `--timeout=5s`.
+    pub hang_for: Duration,
+    /// `CHAOS_QUIESCE_SECONDS` [300]: how long the quiet period may take to reach the invariants.
+    pub quiesce_timeout: Duration,
+    /// `CHAOS_PHASES` [provision,change,snapshot]: the phases to run, in this order.
+    pub phases: Vec<Phase>,
+}
+
+impl Default for Sizes {
+    fn default() -> Sizes {
+        Sizes {
+            claims: 300,
+            delete_share: 0.2,
+            kill_every: Duration::from_secs(20),
+            min_kills: 4,
+            change_share: 0.3,
+            snapshots: 40,
+            restart_apiserver: true,
+            hang_for: Duration::from_secs(8),
+            quiesce_timeout: Duration::from_secs(300),
+            phases: vec![Phase::Provision, Phase::Change, Phase::Snapshot],
+        }
+    }
+}
+
+impl Sizes {
+    /// The defaults, with every variable `lookup` knows applied.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Sizes, String> {
+        let mut sizes = Sizes::default();
+        let number = |name: &str| -> Result<Option<f64>, String> {
+            let Some(text) = lookup(name) else { return Ok(None) };
+            let value: f64 = text.trim().parse().map_err(|_| format!("{name}={text:?} is not a number"))?;
+            if value.is_sign_negative() || !value.is_finite() {
+                return Err(format!("{name}={text:?} must be a finite number ≥ 0"));
+            }
+            Ok(Some(value))
+        };
+        let share = |name: &str| -> Result<Option<f64>, String> {
+            match number(name)? {
+                Some(value) if value > 1.0 => Err(format!("{name}={value} is a share between 0 and 1")),
+                other => Ok(other),
+            }
+        };
+        if let Some(v) = number("CHAOS_CLAIMS")? {
+            sizes.claims = v as usize;
+        }
+        if let Some(v) = share("CHAOS_DELETE_SHARE")? {
+            sizes.delete_share = v;
+        }
+        if let Some(v) = number("CHAOS_KILL_EVERY")? {
+            sizes.kill_every = Duration::from_secs_f64(v);
+        }
+        if let Some(v) = number("CHAOS_MIN_KILLS")? {
+            sizes.min_kills = v as usize;
+        }
+        if let Some(v) = share("CHAOS_CHANGE_SHARE")? {
+            sizes.change_share = v;
+        }
+        if let Some(v) = number("CHAOS_SNAPSHOTS")? {
+            sizes.snapshots = v as usize;
+        }
+        if let Some(v) = number("CHAOS_RESTART_APISERVER")? {
+            sizes.restart_apiserver = v != 0.0;
+        }
+        if let Some(v) = number("CHAOS_HANG_SECONDS")? {
+            sizes.hang_for = Duration::from_secs_f64(v);
+        }
+        if let Some(v) = number("CHAOS_QUIESCE_SECONDS")? {
+            sizes.quiesce_timeout = Duration::from_secs_f64(v);
+        }
+        if let Some(list) = lookup("CHAOS_PHASES") {
+            sizes.phases = list
+                .split(',')
+                .filter(|p| !p.trim().is_empty())
+                .map(|p| Phase::parse(p).ok_or_else(|| format!("CHAOS_PHASES: unknown phase {p:?}")))
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(sizes)
+    }
+
+    pub fn from_env() -> Result<Sizes, String> {
+        Sizes::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn runs(&self, phase: Phase) -> bool {
+        self.phases.contains(&phase)
+    }
+}
+
+/// Whether item `index` belongs to an evenly spread `share` of a sequence: exactly ⌊n × share⌋ of the first n
+/// items are picked, whatever n.
+pub fn picked(index: usize, share: f64) -> bool {
+    let before = (index as f64 * share).floor();
+    let after = ((index + 1) as f64 * share).floor();
+    after > before
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn sizes(vars: &[(&str, &str)]) -> Result<Sizes, String> {
+        let vars: BTreeMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Sizes::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    /// One row: a variable, its value, and how to read the field it sets.
+    type Row = (&'static str, &'static str, fn(&Sizes) -> String);
+
+    #[test]
+    fn reads_each_variable() {
+        assert_eq!(sizes(&[]).unwrap(), Sizes::default());
+        let rows: &[Row] = &[
+            ("CHAOS_CLAIMS", "40", |s| s.claims.to_string()),
+            ("CHAOS_DELETE_SHARE", "0.5", |s| s.delete_share.to_string()),
+            ("CHAOS_KILL_EVERY", "7", |s| format!("{:?}", s.kill_every)),
+            ("CHAOS_MIN_KILLS", "2", |s| s.min_kills.to_string()),
+            ("CHAOS_CHANGE_SHARE", "1", |s| s.change_share.to_string()),
+            ("CHAOS_SNAPSHOTS", "8", |s| s.snapshots.to_string()),
+            ("CHAOS_RESTART_APISERVER", "0", |s| s.restart_apiserver.to_string()),
+            ("CHAOS_HANG_SECONDS", "1.5", |s| format!("{:?}", s.hang_for)),
+            ("CHAOS_QUIESCE_SECONDS", "60", |s| format!("{:?}", s.quiesce_timeout)),
+            ("CHAOS_PHASES", "snapshot, provision", |s| format!("{:?}", s.phases)),
+        ];
+        let want = ["40", "0.5", "7s", "2", "1", "8", "false", "1.5s", "60s", "[Snapshot, Provision]"];
+        for ((name, value, read), want) in rows.iter().zip(want) {
+            assert_eq!(read(&sizes(&[(name, value)]).unwrap()), want, "{name}={value}");
+        }
+    }
+
+    #[test]
+    fn refuses_bad_values() {
+        let rows: &[(&str, &str, &str)] = &[
+            ("CHAOS_CLAIMS", "many", "not a number"),
+            ("CHAOS_CLAIMS", "-3", "≥ 0"),
+            ("CHAOS_DELETE_SHARE", "20", "share between 0 and 1"),
+            ("CHAOS_KILL_EVERY", "inf", "finite"),
+            ("CHAOS_PHASES", "provision,attach", "unknown phase \"attach\""),
+        ];
+        for (name, value, want) in rows {
+            let err = sizes(&[(name, value)]).unwrap_err();
+            assert!(err.contains(want), "{name}={value}: {err}");
+        }
+    }
+
+    #[test]
+    fn picks_an_even_share() {
+        let rows: &[(f64, usize, usize)] = &[(0.2, 300, 60), (0.2, 40, 8), (0.3, 10, 3), (0.0, 50, 0), (1.0, 7, 7)];
+        for (share, n, want) in rows {
+            assert_eq!((0..*n).filter(|i| picked(*i, *share)).count(), *want, "{share} of {n}");
+        }
+        // Spread, not bunched: a fifth picks one of every five in a row.
+        let firsts: Vec<usize> = (0..15).filter(|i| picked(*i, 0.2)).collect();
+        assert_eq!(firsts, [4, 9, 14]);
+    }
+}

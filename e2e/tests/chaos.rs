@@ -1,0 +1,36 @@
+//! The reduced `make chaos` (README, "Chaos") inside `make test`: 40 claims, two kills of each sidecar, one
+//! plugin restart, expansions, class moves and 12 snapshots, all under faults, then every invariant 0. kube-apiserver is not
+//! restarted: this cluster is shared with the other e2e tests running at the same time (the full `make chaos`
+//! restarts it on a cluster of its own).
+
+use std::process::Command;
+
+use csi_sidecars_e2e::chaos::invariants::Tally;
+use csi_sidecars_e2e::{Cluster, binary};
+
+#[test]
+fn reduced_chaos_leaks_and_loses_nothing() {
+    Cluster::shared();
+    let output = Command::new(binary("chaos"))
+        .envs([
+            ("CHAOS_CLAIMS", "40"),
+            ("CHAOS_KILL_EVERY", "10"),
+            ("CHAOS_MIN_KILLS", "2"),
+            ("CHAOS_CHANGE_SHARE", "0.3"),
+            ("CHAOS_RESTART_APISERVER", "0"),
+            ("CHAOS_SNAPSHOTS", "12"),
+            ("CHAOS_PHASES", "provision,change,snapshot"),
+            ("CHAOS_QUIESCE_SECONDS", "120"),
+        ])
+        .output()
+        .expect("run the chaos binary");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    let last = stdout.lines().last().unwrap_or_default();
+    assert_eq!(last, Tally::default().to_string(), "the last line reports every invariant");
+    assert!(output.status.success(), "chaos exited with {}", output.status);
+    let injected = stdout.lines().find(|l| l.starts_with("injected: ")).expect("the injected line");
+    assert!(!injected.starts_with("injected: 0 faults"), "faults were injected: {injected}");
+    assert!(injected.contains(" 6 kills, 1 restarts"), "two kills of each sidecar and one plugin restart: {injected}");
+}

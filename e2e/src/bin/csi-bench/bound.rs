@@ -34,6 +34,12 @@ pub struct ClaimSet {
     pub group_size: usize,
 }
 
+/// A world for Bound claims: its plugin's capacity raised from the default 100Gi, which 100 claims of 1Gi grown to
+/// 2Gi (or 50 and their snapshots) would exhaust.
+pub async fn world(prefix: &str) -> ResizerWorld {
+    ResizerWorld::new(prefix, &["--capacity=100Ti"]).await
+}
+
 /// The name of claim `i`.
 pub fn claim_name(i: usize) -> String {
     format!("c-{i:05}")
@@ -102,20 +108,46 @@ fn objects(
     (pv, claim)
 }
 
+/// csictl processes at a time while making backend volumes (each is a process start and one CreateVolume).
+const CSICTL_CALLS: usize = 8;
+
+/// A 1Gi block volume named `name` made through csictl; its id.
+async fn backend_volume(socket: &std::path::Path, name: &str) -> anyhow::Result<String> {
+    let output = tokio::process::Command::new(csi_sidecars_e2e::binary("csictl"))
+        .args(["--endpoint", &format!("unix://{}", socket.display()), "-o", "json"])
+        .args(["create-volume", name, "--size", "1Gi", "--block"])
+        .output()
+        .await
+        .context("run csictl")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "csictl create-volume {name}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let created: serde_json::Value = serde_json::from_slice(&output.stdout).context("csictl prints JSON")?;
+    Ok(created["volume_id"].as_str().context("volume id")?.to_string())
+}
+
 /// Makes the claims of `set` (1Gi, block) and waits until all are Bound; their names.
 pub async fn bound_claims(world: &mut ResizerWorld, set: &ClaimSet) -> anyhow::Result<Vec<String>> {
     let ns = world.ns().to_string();
     let bound = Tracker::start(world.claims(), &ns, bound_with_class).await;
+    let volume_ids: Vec<anyhow::Result<String>> = futures::stream::iter(0..set.count)
+        .map(|i| {
+            let (name, socket) = (format!("{ns}-{}", claim_name(i)), world.socket.clone());
+            async move {
+                if !set.backend {
+                    return Ok(format!("idle-{name}"));
+                }
+                backend_volume(&socket, &name).await
+            }
+        })
+        .buffered(CSICTL_CALLS)
+        .collect()
+        .await;
     let mut pairs = Vec::new();
-    for i in 0..set.count {
-        let name = claim_name(i);
-        let volume_id = if set.backend {
-            let created = world.csictl(&["create-volume", &format!("{ns}-{name}"), "--size", "1Gi", "--block"]);
-            created["volume_id"].as_str().context("volume id")?.to_string()
-        } else {
-            format!("idle-{name}")
-        };
-        pairs.push(objects(world, set, &name, volume_id));
+    for (i, volume_id) in volume_ids.into_iter().enumerate() {
+        pairs.push(objects(world, set, &claim_name(i), volume_id?));
     }
     let (pvs, claims) = (world.pvs(), world.claims());
     let answers: Vec<anyhow::Result<String>> = futures::stream::iter(pairs)

@@ -32,7 +32,7 @@ fn claims(count: usize) -> ClaimSet {
 
 /// One round of `expand` for `side` at `limits`.
 pub async fn expand(side: Side, limits: &Limits, count: usize) -> anyhow::Result<Run> {
-    let mut world = ResizerWorld::new("bench-expand", &[]).await;
+    let mut world = crate::bound::world("bench-expand").await;
     let names = bound_claims(&mut world, &claims(count)).await?;
     progress(&format!("  {count} Bound claims ready"));
     let edit = json!({"spec": {"resources": {"requests": {"storage": GROWN}}}});
@@ -66,7 +66,7 @@ pub async fn edit_round(
 
 /// One round of `expand_ceiling` at `limits`.
 pub async fn ceiling(limits: &Limits, count: usize) -> anyhow::Result<Run> {
-    let mut world = ResizerWorld::new("bench-expand-ceiling", &[]).await;
+    let mut world = crate::bound::world("bench-expand-ceiling").await;
     let names = bound_claims(&mut world, &claims(count)).await?;
     let (pvs, claims) = (world.pvs(), world.claims());
     let ns = world.ns().to_string();

@@ -25,7 +25,7 @@ pub struct IdleWorld {
 
 impl IdleWorld {
     pub async fn new(objects: usize) -> anyhow::Result<IdleWorld> {
-        let mut world = ResizerWorld::new("bench-idle", &[]).await;
+        let mut world = crate::bound::world("bench-idle").await;
         let started = Instant::now();
         let set = crate::bound::ClaimSet { count: objects, ..Default::default() };
         crate::bound::bound_claims(&mut world, &set).await?;

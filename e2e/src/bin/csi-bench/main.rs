@@ -68,18 +68,19 @@ struct Config {
 
 impl Config {
     fn from_env() -> Config {
-        let scenarios = std::env::var("BENCH_SCENARIOS").unwrap_or_else(|_| "provision,expand,idle".to_string());
+        let scenarios = std::env::var("BENCH_SCENARIOS")
+            .unwrap_or_else(|_| "provision,expand,modify,snapshot,group,idle".to_string());
         Config {
             scenarios: scenarios.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
             rounds: env_number("BENCH_ROUNDS", 2),
             provision: (
-                env_number("BENCH_PROVISION_CLAIMS_AT_DEFAULT_LIMITS", 100),
+                env_number("BENCH_PROVISION_CLAIMS_AT_DEFAULT_LIMITS", 50),
                 env_number("BENCH_PROVISION_CLAIMS", 300),
             ),
-            expand: (env_number("BENCH_EXPAND_CLAIMS_AT_DEFAULT_LIMITS", 50), env_number("BENCH_EXPAND_CLAIMS", 200)),
-            modify: (env_number("BENCH_MODIFY_CLAIMS_AT_DEFAULT_LIMITS", 50), env_number("BENCH_MODIFY_CLAIMS", 200)),
-            snapshot: (env_number("BENCH_SNAPSHOTS_AT_DEFAULT_LIMITS", 50), env_number("BENCH_SNAPSHOTS", 200)),
-            groups: (env_number("BENCH_GROUPS_AT_DEFAULT_LIMITS", 10), env_number("BENCH_GROUPS", 20)),
+            expand: (env_number("BENCH_EXPAND_CLAIMS_AT_DEFAULT_LIMITS", 20), env_number("BENCH_EXPAND_CLAIMS", 200)),
+            modify: (env_number("BENCH_MODIFY_CLAIMS_AT_DEFAULT_LIMITS", 20), env_number("BENCH_MODIFY_CLAIMS", 200)),
+            snapshot: (env_number("BENCH_SNAPSHOTS_AT_DEFAULT_LIMITS", 10), env_number("BENCH_SNAPSHOTS", 200)),
+            groups: (env_number("BENCH_GROUPS_AT_DEFAULT_LIMITS", 2), env_number("BENCH_GROUPS", 20)),
             group_members: env_number("BENCH_GROUP_MEMBERS", 5),
             idle: env_number("BENCH_IDLE_OBJECTS", 2000),
         }

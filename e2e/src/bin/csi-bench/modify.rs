@@ -39,7 +39,7 @@ fn claims(count: usize, silver: String) -> ClaimSet {
 
 /// One round of `modify` for `side` at `limits`.
 pub async fn modify(side: Side, limits: &Limits, count: usize) -> anyhow::Result<Run> {
-    let mut world = ResizerWorld::new("bench-modify", &[]).await;
+    let mut world = crate::bound::world("bench-modify").await;
     let (silver, gold) = classes(&mut world).await;
     let names = bound_claims(&mut world, &claims(count, silver)).await?;
     progress(&format!("  {count} Bound silver claims ready"));
@@ -50,7 +50,7 @@ pub async fn modify(side: Side, limits: &Limits, count: usize) -> anyhow::Result
 /// One round of `modify_ceiling` at `limits`: the claims ask for gold (no resizer runs), the bare client finishes
 /// each.
 pub async fn ceiling(limits: &Limits, count: usize) -> anyhow::Result<Run> {
-    let mut world = ResizerWorld::new("bench-modify-ceiling", &[]).await;
+    let mut world = crate::bound::world("bench-modify-ceiling").await;
     let (silver, gold) = classes(&mut world).await;
     let names = bound_claims(&mut world, &claims(count, silver)).await?;
     edit_claims(&world.claims(), names.clone(), json!({"spec": {"volumeAttributesClassName": gold}})).await?;

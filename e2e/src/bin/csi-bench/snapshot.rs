@@ -28,7 +28,7 @@ use crate::tracker::{CREATORS, Tracker, create_all, timeout_for};
 
 /// A world of Bound claims for snapshots, with the snapshot CRDs and a Delete VolumeSnapshotClass of its driver.
 pub async fn snapshot_world(prefix: &str, set: &ClaimSet) -> anyhow::Result<(ResizerWorld, Vec<String>)> {
-    let mut world = ResizerWorld::new(prefix, &[]).await;
+    let mut world = crate::bound::world(prefix).await;
     install_snapshot_crds(&world.client).await;
     let class: VolumeSnapshotClass = serde_json::from_value(json!({
         "apiVersion": "snapshot.storage.k8s.io/v1",

@@ -53,7 +53,7 @@ tools:
 	bash e2e/tools.sh build
 
 # Upstream's Go sidecars the bench runs beside ours (e2e/tools.sh builds them from the Go module proxy).
-BENCH_TOOLS := upstream-csi-provisioner upstream-csi-resizer
+BENCH_TOOLS := upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
 # The PV binder of kube-controller-manager must not be what the bench measures (its default is 20 requests/s).
 BENCH_KCM_ARGS := --kube-api-qps=1000 --kube-api-burst=2000
 

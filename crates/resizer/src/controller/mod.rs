@@ -10,6 +10,7 @@ mod memory;
 mod metrics;
 mod modify;
 mod stores;
+mod written;
 
 use sidecar_runtime::watch::CacheProvider;
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ use crate::translate::secret_ref::SecretRef;
 use memory::Memory;
 use sidecar_runtime::PlannedEvent;
 use stores::{Feeds, Stores};
+use written::Written;
 
 /// The queue key of a claim: `namespace/name`, as upstream.
 pub type ClaimKey = String;
@@ -72,6 +74,9 @@ pub(crate) struct Shared {
     queue: WorkQueue<ClaimKey>,
     memory: Memory,
     metrics: ResizerMetrics,
+    /// Claims (by key) and PVs (by name) as our writes left them, until the caches catch up.
+    written_claims: Written<PersistentVolumeClaim>,
+    written_volumes: Written<PersistentVolume>,
 }
 
 impl Controller {
@@ -87,7 +92,9 @@ impl Controller {
         let queue = WorkQueue::with_optional_metrics("resizer", options.retry, queue_metrics);
         let (stores, feeds) = Stores::new(caches, options.modification.is_some(), options.handle_volume_inuse_error);
         let memory = Memory::new(options.retry.max);
-        let shared = Shared { client, csi, events, options, stores, queue, memory, metrics };
+        let (written_claims, written_volumes) = (Written::default(), Written::default());
+        let shared =
+            Shared { client, csi, events, options, stores, queue, memory, metrics, written_claims, written_volumes };
         Controller { shared: Arc::new(shared), feeds }
     }
 
@@ -118,12 +125,12 @@ impl Controller {
 impl Shared {
     /// One sync of a claim: expansion, then modification, with the claim as the first left it.
     async fn sync(&self, key: &ClaimKey) -> Outcome {
-        let Some(claim) = self.stores.claim(key) else { return Outcome::Done };
+        let Some(claim) = self.written_claims.newest(key, self.stores.claim(key)) else { return Outcome::Done };
         let volume_name = crate::translate::claim::bound_volume_name(&claim).to_string();
         if volume_name.is_empty() {
             return Outcome::Done;
         }
-        let Some(volume) = self.stores.volume(&volume_name) else {
+        let Some(volume) = self.written_volumes.newest(&volume_name, self.stores.volume(&volume_name)) else {
             // Item 8: the PV may not be in the cache yet.
             tracing::debug!(claim = %key, volume = %volume_name, "volume not in the cache yet, retrying");
             return Outcome::Retry;
@@ -163,7 +170,10 @@ impl Shared {
         let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
         let name = crate::translate::claim::claim_name(claim);
-        api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await
+        let patched =
+            api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await?;
+        self.written_claims.record(claim_key(&patched), patched.clone());
+        Ok(patched)
     }
 
     async fn patch_volume(
@@ -176,7 +186,10 @@ impl Shared {
         }
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         let name = crate::translate::claim::volume_name(volume);
-        api.patch(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await
+        let patched =
+            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await?;
+        self.written_volumes.record(name.to_string(), patched.clone());
+        Ok(patched)
     }
 
     /// A live GET of the Secret (as upstream, no cache). Values are never logged. The error names the Secret in

@@ -80,12 +80,14 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     watches.watch(feeds.claims, Api::all(client.clone()), move |change| match change {
         Change::Applied { object: claim, listed: true, .. } => {
             let key = claim_key(claim);
+            s.written_claims.seen(&key, claim);
             if first_list && uncertain_at_startup(claim) {
                 s.memory.mark_uncertain(&key);
             }
             s.queue.add(key);
         }
         Change::Applied { old, object: claim, listed: false } => {
+            s.written_claims.seen(&claim_key(claim), claim);
             if old.is_none_or(|old| s.claim_update_needs_sync(&old, claim)) {
                 s.queue.add(claim_key(claim));
             }
@@ -94,12 +96,20 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
             let key = claim_key(claim);
             s.queue.forget(&key);
             s.memory.forget(&key);
+            s.written_claims.forget(&key);
         }
         Change::Listed => first_list = false,
     });
 
     let s = shared.clone();
     watches.watch(feeds.volumes, Api::all(client.clone()), move |change| {
+        match change {
+            Change::Applied { object: volume, .. } => {
+                s.written_volumes.seen(volume.metadata.name.as_deref().unwrap_or_default(), volume)
+            }
+            Change::Deleted(volume) => s.written_volumes.forget(volume.metadata.name.as_deref().unwrap_or_default()),
+            Change::Listed => {}
+        }
         // A claim waiting for its PV to reach the cache (item 8) goes on as soon as it does.
         if let Change::Applied { old: None, object: volume, listed: false } = change
             && let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref())

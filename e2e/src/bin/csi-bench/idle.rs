@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use csi_sidecars_e2e::bench::{ProcSample, Run};
+use csi_sidecars_e2e::driver_world::DriverWorld;
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
 use csi_sidecars_e2e::{Sidecar, SidecarIdentity};
 
 use crate::progress;
-use crate::sidecar::{self, Kind, Limits, Side};
+use crate::sidecar::{Kind, Limits, Side, Start};
 
 /// How long after its caches are filled the sidecar's memory is read (the first pass over every object is done).
 const SETTLE: Duration = Duration::from_secs(5);
@@ -24,9 +25,10 @@ pub struct IdleWorld {
 
 impl IdleWorld {
     pub async fn new(objects: usize) -> anyhow::Result<IdleWorld> {
-        let mut world = ResizerWorld::new("bench-idle", &[]).await;
+        let mut world = crate::bound::world("bench-idle").await;
         let started = Instant::now();
-        crate::expand::bound_claims(&mut world, objects, false).await?;
+        let set = crate::bound::ClaimSet { count: objects, ..Default::default() };
+        crate::bound::bound_claims(&mut world, &set).await?;
         progress(&format!("  {objects} Bound claims and PVs made in {:.1} s", started.elapsed().as_secs_f64()));
         let provisioner =
             SidecarIdentity::create(&world.client, world.ns(), Sidecar::Provisioner, world.scenario.dir()).await;
@@ -35,18 +37,12 @@ impl IdleWorld {
 
     /// One sidecar of `kind` for `side` at `limits`, started and measured.
     pub async fn run(&mut self, kind: Kind, side: Side, limits: &Limits) -> anyhow::Result<Run> {
-        let identity = match kind {
-            Kind::Provisioner => &self.provisioner,
-            Kind::Resizer => &self.world.identity,
-        };
-        let flag = identity.kubeconfig_flag();
-        let args = sidecar::args(kind, limits, &self.world.socket, flag);
-        let binary = sidecar::binary_of(side, kind)?;
-        let started = Instant::now();
         let name = format!("{}-{}", side.name(), limits.name);
-        let namespace = self.world.ns().to_string();
-        let mut process = self.world.scenario.start_with_env(&name, &binary, &args, &[("POD_NAMESPACE", &namespace)]);
-        let ready = sidecar::ready(&process, side, started).await?;
+        let IdleWorld { world, provisioner, .. } = self;
+        let DriverWorld { scenario, socket, ns, identity: resizer, .. } = &mut world.base;
+        let identity = if kind == Kind::Provisioner { &*provisioner } else { &*resizer };
+        let start = Start { socket: socket.as_path(), identity, namespace: ns.name(), extra: &[] };
+        let (mut process, ready) = start.run(scenario, &name, side, kind, limits).await?;
         tokio::time::sleep(SETTLE).await;
         let sample = ProcSample::of(process.pid());
         process.terminate();

@@ -3,15 +3,22 @@
 //! ones, each scenario beside its ceiling (a bare client doing the same API work under the same limits).
 //! Writes target/bench/results.json, results.md (the table) and chart.svg. Sizes and rounds: see `Config`.
 
+mod bound;
 mod expand;
+mod group;
 mod idle;
 mod limiter;
+mod measure;
+mod modify;
 mod provision;
 mod sidecar;
+mod snapshot;
 mod tracker;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -52,20 +59,29 @@ struct Config {
     rounds: usize,
     provision: (usize, usize),
     expand: (usize, usize),
+    modify: (usize, usize),
+    snapshot: (usize, usize),
+    groups: (usize, usize),
+    group_members: usize,
     idle: usize,
 }
 
 impl Config {
     fn from_env() -> Config {
-        let scenarios = std::env::var("BENCH_SCENARIOS").unwrap_or_else(|_| "provision,expand,idle".to_string());
+        let scenarios = std::env::var("BENCH_SCENARIOS")
+            .unwrap_or_else(|_| "provision,expand,modify,snapshot,group,idle".to_string());
         Config {
             scenarios: scenarios.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
             rounds: env_number("BENCH_ROUNDS", 2),
             provision: (
-                env_number("BENCH_PROVISION_CLAIMS_AT_DEFAULT_LIMITS", 100),
+                env_number("BENCH_PROVISION_CLAIMS_AT_DEFAULT_LIMITS", 50),
                 env_number("BENCH_PROVISION_CLAIMS", 300),
             ),
-            expand: (env_number("BENCH_EXPAND_CLAIMS_AT_DEFAULT_LIMITS", 50), env_number("BENCH_EXPAND_CLAIMS", 200)),
+            expand: (env_number("BENCH_EXPAND_CLAIMS_AT_DEFAULT_LIMITS", 20), env_number("BENCH_EXPAND_CLAIMS", 200)),
+            modify: (env_number("BENCH_MODIFY_CLAIMS_AT_DEFAULT_LIMITS", 20), env_number("BENCH_MODIFY_CLAIMS", 200)),
+            snapshot: (env_number("BENCH_SNAPSHOTS_AT_DEFAULT_LIMITS", 10), env_number("BENCH_SNAPSHOTS", 200)),
+            groups: (env_number("BENCH_GROUPS_AT_DEFAULT_LIMITS", 2), env_number("BENCH_GROUPS", 20)),
+            group_members: env_number("BENCH_GROUP_MEMBERS", 5),
             idle: env_number("BENCH_IDLE_OBJECTS", 2000),
         }
     }
@@ -100,6 +116,9 @@ impl Runs {
         let mut results = Results::default();
         results.ceilings.insert("provision".into(), "ceiling".into());
         results.ceilings.insert("expand".into(), "expand_ceiling".into());
+        results.ceilings.insert("modify".into(), "modify_ceiling".into());
+        results.ceilings.insert("snapshot".into(), "snapshot_ceiling".into());
+        results.ceilings.insert("group".into(), "group_ceiling".into());
         for ((scenario, side, limits), runs) in &self.0 {
             results.insert(scenario, side, limits, Summary::of(runs));
         }
@@ -127,6 +146,73 @@ fn sides(round: usize) -> [Side; 2] {
     if round % 2 == 1 { [Side::Ours, Side::Upstream] } else { [Side::Upstream, Side::Ours] }
 }
 
+const KNOWN: &str = "provision, expand, modify, snapshot, group, idle";
+
+type RoundFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<Run>> + 'a>>;
+
+/// What a scenario runs in one round at one limit setting: its ceiling (recorded under `ceiling`), then each side.
+struct Comparison<'a> {
+    ceiling: &'static str,
+    /// The round's size in words, for the progress lines.
+    size: String,
+    run_ceiling: Box<dyn Fn() -> RoundFuture<'a> + 'a>,
+    run_side: Box<dyn Fn(Side) -> RoundFuture<'a> + 'a>,
+}
+
+impl<'a> Comparison<'a> {
+    fn of(name: &str, config: &Config, limits: &'a Limits) -> Option<Comparison<'a>> {
+        let comparison = match name {
+            "provision" => {
+                let n = Config::size(config.provision, limits);
+                Comparison {
+                    ceiling: "ceiling",
+                    size: format!("{n} claims"),
+                    run_ceiling: Box::new(move || Box::pin(provision::ceiling(limits, n))),
+                    run_side: Box::new(move |side| Box::pin(provision::provision(side, limits, n))),
+                }
+            }
+            "expand" => {
+                let n = Config::size(config.expand, limits);
+                Comparison {
+                    ceiling: "expand_ceiling",
+                    size: format!("{n} expansions"),
+                    run_ceiling: Box::new(move || Box::pin(expand::ceiling(limits, n))),
+                    run_side: Box::new(move |side| Box::pin(expand::expand(side, limits, n))),
+                }
+            }
+            "modify" => {
+                let n = Config::size(config.modify, limits);
+                Comparison {
+                    ceiling: "modify_ceiling",
+                    size: format!("{n} modifications"),
+                    run_ceiling: Box::new(move || Box::pin(modify::ceiling(limits, n))),
+                    run_side: Box::new(move |side| Box::pin(modify::modify(side, limits, n))),
+                }
+            }
+            "snapshot" => {
+                let n = Config::size(config.snapshot, limits);
+                Comparison {
+                    ceiling: "snapshot_ceiling",
+                    size: format!("{n} snapshots"),
+                    run_ceiling: Box::new(move || Box::pin(snapshot::ceiling(limits, n))),
+                    run_side: Box::new(move |side| Box::pin(snapshot::snapshot(side, limits, n))),
+                }
+            }
+            "group" => {
+                let shape = group::Shape { groups: Config::size(config.groups, limits), members: config.group_members };
+                Comparison {
+                    ceiling: "group_ceiling",
+                    size: format!("{} groups of {}", shape.groups, shape.members),
+                    run_ceiling: Box::new(move || Box::pin(group::ceiling(limits, shape))),
+                    run_side: Box::new(move |side| Box::pin(group::group(side, limits, shape))),
+                }
+            }
+            _ => return None,
+        };
+        Some(comparison)
+    }
+}
+
 async fn scenario(name: &str, config: &Config, runs: &mut Runs) {
     let all_limits = [Limits::DEFAULT, Limits::raised()];
     if name == "idle" {
@@ -134,29 +220,18 @@ async fn scenario(name: &str, config: &Config, runs: &mut Runs) {
     }
     for round in 1..=config.rounds {
         for limits in &all_limits {
-            let step = |what: &str| {
-                progress(&format!("{name} round {round}/{}: {what} at {} limits", config.rounds, limits.name))
+            let Some(comparison) = Comparison::of(name, config, limits) else {
+                return progress(&format!("unknown scenario {name:?} (known: {KNOWN})"));
             };
-            match name {
-                "provision" => {
-                    let count = Config::size(config.provision, limits);
-                    step(&format!("ceiling, {count} PVs"));
-                    runs.record("ceiling", BARE, limits, provision::ceiling(limits, count).await);
-                    for side in sides(round) {
-                        step(&format!("{}, {count} claims", side.name()));
-                        runs.record(name, side.name(), limits, provision::provision(side, limits, count).await);
-                    }
-                }
-                "expand" => {
-                    let count = Config::size(config.expand, limits);
-                    step(&format!("ceiling, {count} expansions"));
-                    runs.record("expand_ceiling", BARE, limits, expand::ceiling(limits, count).await);
-                    for side in sides(round) {
-                        step(&format!("{}, {count} claims", side.name()));
-                        runs.record(name, side.name(), limits, expand::expand(side, limits, count).await);
-                    }
-                }
-                other => return progress(&format!("unknown scenario {other:?} (known: provision, expand, idle)")),
+            let step = |who: &str| {
+                let (rounds, size, limits) = (config.rounds, &comparison.size, limits.name);
+                progress(&format!("{name} round {round}/{rounds}: {who}, {size} at {limits} limits"))
+            };
+            step("ceiling");
+            runs.record(comparison.ceiling, BARE, limits, (comparison.run_ceiling)().await);
+            for side in sides(round) {
+                step(side.name());
+                runs.record(name, side.name(), limits, (comparison.run_side)(side).await);
             }
         }
     }

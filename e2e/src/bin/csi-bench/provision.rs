@@ -16,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 
 use crate::limiter::Limiter;
+use crate::measure::latencies;
 use crate::sidecar::{self, Kind, Limits, Side};
 use crate::tracker::{CREATORS, Tracker, bound, timeout_for};
 use crate::{counts_by_kind, progress};
@@ -46,13 +47,6 @@ async fn create_claims(
         .collect()
         .await;
     answers.into_iter().collect()
-}
-
-fn latencies(created: &HashMap<String, Instant>, done: &HashMap<String, Instant>) -> Vec<f64> {
-    created
-        .iter()
-        .filter_map(|(name, at)| done.get(name).map(|d| d.saturating_duration_since(*at).as_secs_f64() * 1000.0))
-        .collect()
 }
 
 /// One round of `provision` for `side` at `limits`.

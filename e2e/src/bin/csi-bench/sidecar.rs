@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use csi_sidecars_e2e::audit::requests_of;
 use csi_sidecars_e2e::driver_world::DriverWorld;
-use csi_sidecars_e2e::{Process, binary, repo_root};
+use csi_sidecars_e2e::{Process, Scenario, SidecarIdentity, binary, repo_root};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -29,22 +29,37 @@ impl Side {
 pub enum Kind {
     Provisioner,
     Resizer,
+    SnapshotController,
+    Snapshotter,
 }
 
 impl Kind {
     /// Our binary's name; upstream's is `upstream-<name>` in e2e/tools.sh.
-    fn binary_name(self) -> &'static str {
+    pub fn binary_name(self) -> &'static str {
         match self {
             Kind::Provisioner => "csi-provisioner",
             Kind::Resizer => "csi-resizer",
+            Kind::SnapshotController => "snapshot-controller",
+            Kind::Snapshotter => "csi-snapshotter",
         }
     }
 
     /// The flag that sets the number of workers (the same in both implementations).
     fn workers_flag(self) -> &'static str {
         match self {
-            Kind::Provisioner => "--worker-threads",
             Kind::Resizer => "--workers",
+            Kind::Provisioner | Kind::SnapshotController | Kind::Snapshotter => "--worker-threads",
+        }
+    }
+
+    /// The ServiceAccount (and upstream RBAC) it runs as.
+    pub fn account(self) -> csi_sidecars_e2e::Sidecar {
+        use csi_sidecars_e2e::Sidecar;
+        match self {
+            Kind::Provisioner => Sidecar::Provisioner,
+            Kind::Resizer => Sidecar::Resizer,
+            Kind::SnapshotController => Sidecar::SnapshotController,
+            Kind::Snapshotter => Sidecar::Snapshotter,
         }
     }
 }
@@ -55,7 +70,7 @@ pub struct Limits {
     pub name: &'static str,
     pub qps: f64,
     pub burst: u32,
-    /// None: each sidecar's default (upstream: 100 provisioner threads, 10 resizer workers; ours the same).
+    /// None: each sidecar's default (upstream: 100 provisioner threads, 10 workers in the others; ours the same).
     pub workers: Option<usize>,
 }
 
@@ -77,7 +92,7 @@ impl Limits {
     pub fn concurrency(&self, kind: Kind) -> usize {
         self.workers.unwrap_or(match kind {
             Kind::Provisioner => 100,
-            Kind::Resizer => 10,
+            Kind::Resizer | Kind::SnapshotController | Kind::Snapshotter => 10,
         })
     }
 
@@ -109,10 +124,13 @@ pub fn binary_of(side: Side, kind: Kind) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// The flags both sides get: the plugin's socket, the ServiceAccount's kubeconfig, the limits, and the log level
-/// a deployment typically runs at.
+/// The flags both sides get: the plugin's socket (snapshot-controller talks to no driver), the ServiceAccount's
+/// kubeconfig, the limits, and the log level a deployment typically runs at.
 pub fn args(kind: Kind, limits: &Limits, socket: &std::path::Path, kubeconfig_flag: String) -> Vec<String> {
-    let mut args = vec![format!("--csi-address={}", socket.display()), kubeconfig_flag, "-v=2".to_string()];
+    let mut args = vec![kubeconfig_flag, "-v=2".to_string()];
+    if kind != Kind::SnapshotController {
+        args.push(format!("--csi-address={}", socket.display()));
+    }
     if kind == Kind::Provisioner {
         // As the e2e harness runs it: Immediate claims without topology (the plugin reports none that matters).
         args.push("--immediate-topology=false".to_string());
@@ -121,24 +139,30 @@ pub fn args(kind: Kind, limits: &Limits, socket: &std::path::Path, kubeconfig_fl
     args
 }
 
-/// What a side logs once its caches hold every claim and PV. Not the audit log's `list`: upstream's client-go
+/// What a side logs once its caches hold every object it works on. Not the audit log's `list`: upstream's client-go
 /// (v0.37) fills its informers with a streaming watch-list, which the audit log records only when the watch ends.
-fn ready_markers(side: Side) -> &'static [&'static str] {
-    match side {
-        Side::Ours => &["caches filled, starting workers"],
-        Side::Upstream => &[
+fn ready_markers(side: Side, kind: Kind) -> &'static [&'static str] {
+    match (side, kind) {
+        (Side::Ours, _) => &["caches filled, starting workers"],
+        (Side::Upstream, Kind::Provisioner | Kind::Resizer) => &[
             r#""Caches populated" type="*v1.PersistentVolumeClaim""#,
             r#""Caches populated" type="*v1.PersistentVolume""#,
         ],
+        (Side::Upstream, Kind::SnapshotController) => &[
+            r#""Caches populated" type="*v1.VolumeSnapshot""#,
+            r#""Caches populated" type="*v1.VolumeSnapshotContent""#,
+        ],
+        (Side::Upstream, Kind::Snapshotter) => &[r#""Caches populated" type="*v1.VolumeSnapshotContent""#],
     }
 }
 
-/// Waits until `process` (of `side`) says its caches are filled; returns how long that took from `started`.
-pub async fn ready(process: &Process, side: Side, started: Instant) -> anyhow::Result<Duration> {
+/// Waits until `process` (the `kind` sidecar of `side`) says its caches are filled; returns how long that took from
+/// `started`.
+pub async fn ready(process: &Process, side: Side, kind: Kind, started: Instant) -> anyhow::Result<Duration> {
     let timeout = Duration::from_secs(120);
     loop {
         let log = process.log();
-        if ready_markers(side).iter().all(|marker| log.contains(marker)) {
+        if ready_markers(side, kind).iter().all(|marker| log.contains(marker)) {
             return Ok(started.elapsed());
         }
         if started.elapsed() > timeout {
@@ -171,11 +195,37 @@ pub async fn quiet(username: &str, timeout: Duration) -> usize {
 /// pod that would otherwise be `default`, where its Role grants nothing (it would fall back to a finalizer per claim).
 /// Both sides get the same.
 pub async fn start_ready(world: &mut DriverWorld, side: Side, kind: Kind, limits: &Limits) -> anyhow::Result<Process> {
-    let args = args(kind, limits, &world.socket, world.identity.kubeconfig_flag());
-    let binary = binary_of(side, kind)?;
-    let namespace = world.ns().to_string();
-    let started = Instant::now();
-    let process = world.scenario.start_with_env(side.name(), &binary, &args, &[("POD_NAMESPACE", &namespace)]);
-    ready(&process, side, started).await?;
-    Ok(process)
+    let DriverWorld { scenario, socket, identity, ns, .. } = world;
+    let start = Start { socket: socket.as_path(), identity: &*identity, namespace: ns.name(), extra: &[] };
+    Ok(start.run(scenario, side.name(), side, kind, limits).await?.0)
+}
+
+/// How one sidecar process of a scenario is started: beside which plugin, as which ServiceAccount, in which pod
+/// namespace, with which flags beyond the common ones (feature gates).
+pub struct Start<'a> {
+    pub socket: &'a std::path::Path,
+    pub identity: &'a SidecarIdentity,
+    pub namespace: &'a str,
+    pub extra: &'a [&'a str],
+}
+
+impl Start<'_> {
+    /// Starts the `kind` sidecar of `side` under the log name `name` and waits until its caches are filled; the
+    /// process, and how long it took from its start until then.
+    pub async fn run(
+        &self,
+        scenario: &mut Scenario,
+        name: &str,
+        side: Side,
+        kind: Kind,
+        limits: &Limits,
+    ) -> anyhow::Result<(Process, Duration)> {
+        let mut args = args(kind, limits, self.socket, self.identity.kubeconfig_flag());
+        args.extend(self.extra.iter().map(|flag| flag.to_string()));
+        let binary = binary_of(side, kind)?;
+        let started = Instant::now();
+        let process = scenario.start_with_env(name, &binary, &args, &[("POD_NAMESPACE", self.namespace)]);
+        let took = ready(&process, side, kind, started).await?;
+        Ok((process, took))
+    }
 }

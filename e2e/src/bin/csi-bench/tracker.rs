@@ -123,3 +123,20 @@ pub fn bound(claim: &k8s_openapi::api::core::v1::PersistentVolumeClaim, _namespa
     let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref());
     Some((claim.metadata.name.clone()?, phase == Some("Bound")))
 }
+
+/// Creates every object through `api`, CREATORS at a time (the user's "at once"); each as stored, and when its
+/// create was answered.
+pub async fn create_all<K>(api: &Api<K>, objects: Vec<K>) -> anyhow::Result<Vec<(K, Instant)>>
+where
+    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let created: Vec<anyhow::Result<(K, Instant)>> = futures::stream::iter(objects)
+        .map(|object| async move {
+            let created = api.create(&kube::api::PostParams::default(), &object).await?;
+            Ok((created, Instant::now()))
+        })
+        .buffer_unordered(CREATORS)
+        .collect()
+        .await;
+    created.into_iter().collect()
+}

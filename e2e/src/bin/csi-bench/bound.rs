@@ -1,0 +1,189 @@
+//! Bound block claims made before a sidecar starts, as a user's static provisioning would: a backend volume (or
+//! none, for claims nobody will act on), a PV naming it and a claim pre-bound to that PV, CREATORS at a time; done
+//! once kube-controller-manager has bound every claim. The scenarios of the resizer and of the snapshot sidecars
+//! start from these.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use anyhow::Context;
+use csi_sidecars_e2e::resizer_world::ResizerWorld;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{
+    CSIPersistentVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeSpec, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::Api;
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+
+use crate::tracker::{CREATORS, Tracker, timeout_for};
+
+/// The label that puts a claim in a group (`group` scenario): `g-<n>`.
+pub const GROUP_LABEL: &str = "bench.csi-sidecars/group";
+
+/// What the claims look like.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimSet {
+    pub count: usize,
+    /// Backend volumes made with csictl; without, the PVs name volumes nobody will touch (`idle`).
+    pub backend: bool,
+    /// The VolumeAttributesClass of the PVs and claims (`modify` starts from one).
+    pub attribute_class: Option<String>,
+    /// Claims per group label (0: no label).
+    pub group_size: usize,
+}
+
+/// A world for Bound claims: its plugin's capacity raised from the default 100Gi, which 100 claims of 1Gi grown to
+/// 2Gi (or 50 and their snapshots) would exhaust.
+pub async fn world(prefix: &str) -> ResizerWorld {
+    ResizerWorld::new(prefix, &["--capacity=100Ti"]).await
+}
+
+/// The name of claim `i`.
+pub fn claim_name(i: usize) -> String {
+    format!("c-{i:05}")
+}
+
+pub fn storage(quantity: &str) -> BTreeMap<String, Quantity> {
+    BTreeMap::from([("storage".to_string(), Quantity(quantity.into()))])
+}
+
+/// A claim is done once Bound with its class current (kube-controller-manager copies the PV's class when binding).
+fn bound_with_class(claim: &PersistentVolumeClaim, _namespace: &str) -> Option<(String, bool)> {
+    let status = claim.status.as_ref()?;
+    let wanted = claim.spec.as_ref()?.volume_attributes_class_name.as_ref();
+    let done =
+        status.phase.as_deref() == Some("Bound") && status.current_volume_attributes_class_name.as_ref() == wanted;
+    Some((claim.metadata.name.clone()?, done))
+}
+
+fn objects(
+    world: &ResizerWorld,
+    set: &ClaimSet,
+    name: &str,
+    volume_id: String,
+) -> (PersistentVolume, PersistentVolumeClaim) {
+    let ns = world.ns();
+    let pv_name = format!("{ns}-{name}");
+    let pv = PersistentVolume {
+        metadata: ObjectMeta { name: Some(pv_name.clone()), ..Default::default() },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some(storage("1Gi")),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: Some(ns.to_string()),
+            persistent_volume_reclaim_policy: Some("Retain".into()),
+            volume_mode: Some("Block".into()),
+            volume_attributes_class_name: set.attribute_class.clone(),
+            claim_ref: Some(ObjectReference {
+                namespace: Some(ns.to_string()),
+                name: Some(name.to_string()),
+                ..Default::default()
+            }),
+            csi: Some(CSIPersistentVolumeSource {
+                driver: world.driver.clone(),
+                volume_handle: volume_id,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let index: usize = name.trim_start_matches("c-").parse().unwrap_or_default();
+    let labels = (set.group_size > 0)
+        .then(|| BTreeMap::from([(GROUP_LABEL.to_string(), format!("g-{}", index / set.group_size))]));
+    let claim = PersistentVolumeClaim {
+        metadata: ObjectMeta { name: Some(name.to_string()), labels, ..Default::default() },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: Some(ns.to_string()),
+            volume_name: Some(pv_name),
+            volume_mode: Some("Block".into()),
+            volume_attributes_class_name: set.attribute_class.clone(),
+            resources: Some(VolumeResourceRequirements { requests: Some(storage("1Gi")), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    (pv, claim)
+}
+
+/// csictl processes at a time while making backend volumes (each is a process start and one CreateVolume).
+const CSICTL_CALLS: usize = 8;
+
+/// A 1Gi block volume named `name` made through csictl; its id.
+async fn backend_volume(socket: &std::path::Path, name: &str) -> anyhow::Result<String> {
+    let output = tokio::process::Command::new(csi_sidecars_e2e::binary("csictl"))
+        .args(["--endpoint", &format!("unix://{}", socket.display()), "-o", "json"])
+        .args(["create-volume", name, "--size", "1Gi", "--block"])
+        .output()
+        .await
+        .context("run csictl")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "csictl create-volume {name}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let created: serde_json::Value = serde_json::from_slice(&output.stdout).context("csictl prints JSON")?;
+    Ok(created["volume_id"].as_str().context("volume id")?.to_string())
+}
+
+/// Makes the claims of `set` (1Gi, block) and waits until all are Bound; their names.
+pub async fn bound_claims(world: &mut ResizerWorld, set: &ClaimSet) -> anyhow::Result<Vec<String>> {
+    let ns = world.ns().to_string();
+    let bound = Tracker::start(world.claims(), &ns, bound_with_class).await;
+    let volume_ids: Vec<anyhow::Result<String>> = futures::stream::iter(0..set.count)
+        .map(|i| {
+            let (name, socket) = (format!("{ns}-{}", claim_name(i)), world.socket.clone());
+            async move {
+                if !set.backend {
+                    return Ok(format!("idle-{name}"));
+                }
+                backend_volume(&socket, &name).await
+            }
+        })
+        .buffered(CSICTL_CALLS)
+        .collect()
+        .await;
+    let mut pairs = Vec::new();
+    for (i, volume_id) in volume_ids.into_iter().enumerate() {
+        pairs.push(objects(world, set, &claim_name(i), volume_id?));
+    }
+    let (pvs, claims) = (world.pvs(), world.claims());
+    let answers: Vec<anyhow::Result<String>> = futures::stream::iter(pairs)
+        .map(|(pv, claim)| {
+            let (pvs, claims) = (pvs.clone(), claims.clone());
+            async move {
+                pvs.create(&PostParams::default(), &pv).await.context("create PV")?;
+                claims.create(&PostParams::default(), &claim).await.context("create claim")?;
+                Ok(pv.metadata.name.unwrap_or_default())
+            }
+        })
+        .buffer_unordered(CREATORS)
+        .collect()
+        .await;
+    let names: Vec<String> = answers.into_iter().collect::<anyhow::Result<_>>()?;
+    world.volumes.extend(names);
+    bound.all_done(set.count, "claims Bound", timeout_for(set.count)).await?;
+    Ok((0..set.count).map(claim_name).collect())
+}
+
+/// The user's edit of every claim (`patch`, a merge patch of the claim), CREATORS at a time; when each was answered.
+pub async fn edit_claims(
+    claims: &Api<PersistentVolumeClaim>,
+    names: Vec<String>,
+    patch: serde_json::Value,
+) -> anyhow::Result<HashMap<String, Instant>> {
+    let asked: Vec<anyhow::Result<(String, Instant)>> = futures::stream::iter(names)
+        .map(|name| {
+            let patch = Patch::Merge(patch.clone());
+            async move {
+                claims.patch(&name, &PatchParams::default(), &patch).await.context("edit claim")?;
+                Ok((name, Instant::now()))
+            }
+        })
+        .buffer_unordered(CREATORS)
+        .collect()
+        .await;
+    asked.into_iter().collect()
+}

@@ -47,3 +47,17 @@ fn a_block_is_replaced_between_its_markers_only() {
     let updated = with_block(readme, "x", "new");
     assert_eq!(updated, "a\n<!-- flag-reference x -->\n```text\nnew\n```\n<!-- /flag-reference -->\nb\n");
 }
+
+/// Every shipped binary answers `--version` (and Go's `-version`) alone, as upstream's do and as the image test asks
+/// of each binary in the image, without a driver, a cluster or, for csi-sidecars, a `--sidecars` list.
+#[test]
+fn every_binary_answers_version_alone() {
+    for name in BINARIES {
+        for flag in ["--version", "-version"] {
+            let output = Command::new(binary(name)).arg(flag).output().expect("run --version");
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(output.status.success(), "{name} {flag}: {}", String::from_utf8_lossy(&output.stderr));
+            assert!(stdout.trim_end().ends_with(&format!(" {}", env!("CARGO_PKG_VERSION"))), "{name} {flag}: {stdout}");
+        }
+    }
+}

@@ -130,6 +130,14 @@ pub fn split(argv: Vec<OsString>) -> Result<CommandLine, CommandLineError> {
     let mut argv = normalize_go_args(&union, argv).into_iter();
     let program = argv.next().unwrap_or_else(|| "csi-sidecars".into());
     let given = tokenize(argv, &union)?;
+    // `--version` answers without a sidecar to run, as every single binary does (the image test runs it so).
+    if let Some(version) = given.iter().find(|g| g.prefix.is_none() && g.name == "version") {
+        let value = if version.args[0].to_string_lossy().contains('=') { value_of(version)? } else { "true".into() };
+        if sidecar_runtime::flags::parse_go_bool(&value).map_err(|_| CommandLineError::NotABoolean(value.clone()))? {
+            let process = vec![program, "--version".into()];
+            return Ok(CommandLine { sidecars: Vec::new(), process, leader_election_shared: false });
+        }
+    }
 
     let mut selected: Vec<Kind> = Vec::new();
     let mut leader_election_shared = false;

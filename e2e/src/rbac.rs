@@ -92,6 +92,16 @@ impl Rules {
         rules
     }
 
+    /// The union of the sidecars' upstream rules: what one ServiceAccount running them all in one process needs.
+    pub fn union(sidecars: &[Sidecar]) -> Rules {
+        sidecars.iter().fold(Rules::default(), |mut all, sidecar| {
+            let rules = Rules::of(*sidecar);
+            all.cluster.extend(rules.cluster);
+            all.namespaced.extend(rules.namespaced);
+            all
+        })
+    }
+
     fn parse(text: &str) -> Result<Rules, String> {
         let documents: Vec<Document> = serde_saphyr::from_str_multiple(text).map_err(|e| e.to_string())?;
         let mut rules = Rules::default();

@@ -20,16 +20,6 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use snapshot_api::DeletionPolicy;
 
-/// The union of the selected sidecars' upstream rules: what one ServiceAccount running them all needs.
-fn union_rules(sidecars: &[Sidecar]) -> Rules {
-    sidecars.iter().fold(Rules::default(), |mut all, sidecar| {
-        let rules = Rules::of(*sidecar);
-        all.cluster.extend(rules.cluster);
-        all.namespaced.extend(rules.namespaced);
-        all
-    })
-}
-
 /// The sanitized driver name, as the Lease names carry it.
 fn lease_suffix(driver: &str) -> String {
     driver.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect()
@@ -68,7 +58,7 @@ async fn one_process_provisions_expands_and_snapshots_a_claim() {
     install_snapshot_crds(&Cluster::shared().client().await).await;
     let mut world = World::new("combined", &[]).await;
     let sidecars = [Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter];
-    let identity = world.identity_with("csi-sidecars", union_rules(&sidecars)).await;
+    let identity = world.identity_with("csi-sidecars", Rules::union(&sidecars)).await;
     let _controller = start_snapshot_controller(&mut world, free_port()).await;
     let port = free_port();
     let _sidecars = start(&mut world, &identity, "provisioner,resizer,snapshotter", port, &[]);
@@ -128,7 +118,7 @@ async fn one_process_provisions_expands_and_snapshots_a_claim() {
 #[tokio::test]
 async fn a_sidecar_that_loses_its_lease_stops_the_whole_process_naming_it() {
     let mut world = World::new("combined-lost", &[]).await;
-    let identity = world.identity_with("csi-sidecars", union_rules(&[Sidecar::Provisioner, Sidecar::Resizer])).await;
+    let identity = world.identity_with("csi-sidecars", Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer])).await;
     let fast = [
         "--leader-election-lease-duration=4s",
         "--leader-election-renew-deadline=2s",
@@ -157,7 +147,7 @@ async fn a_sidecar_that_loses_its_lease_stops_the_whole_process_naming_it() {
 #[tokio::test]
 async fn with_a_shared_lease_one_lease_covers_every_sidecar() {
     let mut world = World::new("combined-shared", &[]).await;
-    let identity = world.identity_with("csi-sidecars", union_rules(&[Sidecar::Provisioner, Sidecar::Resizer])).await;
+    let identity = world.identity_with("csi-sidecars", Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer])).await;
     let _process = start(&mut world, &identity, "provisioner,resizer", free_port(), &["--leader-election-shared"]);
     let suffix = lease_suffix(&world.driver);
     lease_holder(&world.client, world.ns(), &format!("csi-sidecars-{suffix}")).await;

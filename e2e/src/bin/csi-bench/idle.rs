@@ -1,6 +1,7 @@
 //! `idle` (csi-provisioner) and `idle_resizer`: a sidecar started among N Bound claims and PVs that need nothing;
 //! its time until its caches are filled (as its log says) and its peak RSS a few seconds later:
-//! what caching every claim and PV costs.
+//! what caching every claim and PV costs. `idle_combined`: ours only, `csi-sidecars --sidecars=provisioner,resizer`
+//! the same way, one process whose claim and PV caches the two share, against the sum of the two above.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -8,10 +9,10 @@ use std::time::{Duration, Instant};
 use csi_sidecars_e2e::bench::{ProcSample, Run};
 use csi_sidecars_e2e::driver_world::DriverWorld;
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
-use csi_sidecars_e2e::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::{Rules, Sidecar, SidecarIdentity, binary};
 
 use crate::progress;
-use crate::sidecar::{Kind, Limits, Side, Start};
+use crate::sidecar::{Kind, Limits, Side, Start, args, combined_ready};
 
 /// How long after its caches are filled the sidecar's memory is read (the first pass over every object is done).
 const SETTLE: Duration = Duration::from_secs(5);
@@ -20,6 +21,8 @@ const SETTLE: Duration = Duration::from_secs(5);
 pub struct IdleWorld {
     world: ResizerWorld,
     provisioner: SidecarIdentity,
+    /// The ServiceAccount of the combined process: the provisioner's and the resizer's rules together.
+    combined: SidecarIdentity,
     pub objects: usize,
 }
 
@@ -32,7 +35,10 @@ impl IdleWorld {
         progress(&format!("  {objects} Bound claims and PVs made in {:.1} s", started.elapsed().as_secs_f64()));
         let provisioner =
             SidecarIdentity::create(&world.client, world.ns(), Sidecar::Provisioner, world.scenario.dir()).await;
-        Ok(IdleWorld { world, provisioner, objects })
+        let union = Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer]);
+        let combined =
+            SidecarIdentity::with_rules(&world.client, world.ns(), "csi-sidecars", union, world.scenario.dir()).await;
+        Ok(IdleWorld { world, provisioner, combined, objects })
     }
 
     /// One sidecar of `kind` for `side` at `limits`, started and measured.
@@ -44,15 +50,38 @@ impl IdleWorld {
         let start = Start { socket: socket.as_path(), identity, namespace: ns.name(), extra: &[] };
         let (mut process, ready) = start.run(scenario, &name, side, kind, limits).await?;
         tokio::time::sleep(SETTLE).await;
+        Ok(self.measured(&mut process, ready))
+    }
+
+    /// Ours only: the provisioner and the resizer in one `csi-sidecars` process, with the flags each gets alone.
+    pub async fn run_combined(&mut self, limits: &Limits) -> anyhow::Result<Run> {
+        let IdleWorld { world, combined, .. } = self;
+        let DriverWorld { scenario, socket, ns, .. } = &mut world.base;
+        let mut flags = vec!["--sidecars=provisioner,resizer".to_string()];
+        flags.extend(args(Kind::Provisioner, limits, socket, combined.kubeconfig_flag()));
+        if let Some(workers) = limits.workers {
+            flags.push(format!("--workers={workers}"));
+        }
+        let started = Instant::now();
+        let name = format!("combined-{}", limits.name);
+        let env = [("POD_NAMESPACE", ns.name())];
+        let mut process = scenario.start_with_env(&name, &binary("csi-sidecars"), &flags, &env);
+        let ready = combined_ready(&process, 2, started).await?;
+        tokio::time::sleep(SETTLE).await;
+        Ok(self.measured(&mut process, ready))
+    }
+
+    /// The process's peak RSS after it settled, then stopped.
+    fn measured(&self, process: &mut csi_sidecars_e2e::Process, ready: Duration) -> Run {
         let sample = ProcSample::of(process.pid());
         process.terminate();
         progress(&format!("  ready after {:.2} s", ready.as_secs_f64()));
-        Ok(Run {
+        Run {
             objects: self.objects,
             seconds: ready.as_secs_f64(),
             peak_rss_kib: sample.map(|s| s.peak_rss_kib),
             details: BTreeMap::from([("ready_s".to_string(), ready.as_secs_f64())]),
             ..Default::default()
-        })
+        }
     }
 }

@@ -256,6 +256,10 @@ async fn idle_rounds(config: &Config, runs: &mut Runs) {
                     ));
                     runs.record(scenario, side.name(), limits, world.run(kind, side, limits).await);
                 }
+                if side == Side::Ours {
+                    progress(&format!("idle_combined round {round}/{}: ours at {} limits", config.rounds, limits.name));
+                    runs.record("idle_combined", side.name(), limits, world.run_combined(limits).await);
+                }
             }
         }
     }

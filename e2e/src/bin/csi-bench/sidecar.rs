@@ -159,10 +159,24 @@ fn ready_markers(side: Side, kind: Kind) -> &'static [&'static str] {
 /// Waits until `process` (the `kind` sidecar of `side`) says its caches are filled; returns how long that took from
 /// `started`.
 pub async fn ready(process: &Process, side: Side, kind: Kind, started: Instant) -> anyhow::Result<Duration> {
+    wait_for_markers(process, started, |log| ready_markers(side, kind).iter().all(|marker| log.contains(marker))).await
+}
+
+/// Waits until our combined process says the caches of all its `sidecars` are filled (each sidecar's loop says it
+/// once); returns how long that took from `started`.
+pub async fn combined_ready(process: &Process, sidecars: usize, started: Instant) -> anyhow::Result<Duration> {
+    let marker = ready_markers(Side::Ours, Kind::Provisioner)[0];
+    wait_for_markers(process, started, |log| log.matches(marker).count() >= sidecars).await
+}
+
+async fn wait_for_markers(
+    process: &Process,
+    started: Instant,
+    done: impl Fn(&str) -> bool,
+) -> anyhow::Result<Duration> {
     let timeout = Duration::from_secs(120);
     loop {
-        let log = process.log();
-        if ready_markers(side, kind).iter().all(|marker| log.contains(marker)) {
+        if done(&process.log()) {
             return Ok(started.elapsed());
         }
         if started.elapsed() > timeout {

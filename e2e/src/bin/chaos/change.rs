@@ -15,12 +15,11 @@ use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::world::{Replicas, World, with_retries};
+use crate::world::{ProgressEvery, Replicas, World, with_retries};
 
 /// The size expanded claims ask for.
 pub const EXPANDED_SIZE: &str = "2Mi";
 const TICK: Duration = Duration::from_millis(100);
-const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// How long after its move to the other class a claim that goes back is moved back.
 const MOVE_BACK_AFTER: Duration = Duration::from_secs(2);
 
@@ -106,7 +105,7 @@ pub async fn run(
     let mut moves = 0usize;
     let mut back: BTreeMap<Duration, String> = BTreeMap::new();
     let mut kills = kills.into_iter().peekable();
-    let mut last_progress = Instant::now();
+    let mut progress = ProgressEvery::default();
     let params = PatchParams::default();
     loop {
         let now = started.elapsed();
@@ -140,8 +139,7 @@ pub async fn run(
             replicas.kill_next(world);
         }
         replicas.supervise(world);
-        if last_progress.elapsed() >= PROGRESS_EVERY {
-            last_progress = Instant::now();
+        if progress.due() {
             println!(
                 "{} change: {done} writes, {} moves back pending, kills {}, faults {}",
                 world.clock(),

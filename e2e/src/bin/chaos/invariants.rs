@@ -11,10 +11,9 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 
-use crate::world::World;
+use crate::world::{ProgressEvery, World};
 
 const POLL_EVERY: Duration = Duration::from_secs(2);
-const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// What the run expects to find.
 #[derive(Debug, Default)]
@@ -28,7 +27,7 @@ pub struct Expected {
 /// Waits for the invariants; returns the last findings and when they first all held (None if they never did).
 pub async fn quiesce(world: &World, expected: &Expected, timeout: Duration) -> (Findings, Option<Instant>) {
     let started = Instant::now();
-    let mut last_progress = Instant::now();
+    let mut progress = ProgressEvery::default();
     let mut findings = Findings::default();
     loop {
         match observe(world, expected).await {
@@ -37,8 +36,7 @@ pub async fn quiesce(world: &World, expected: &Expected, timeout: Duration) -> (
                 if findings.tally().clean() {
                     return (findings, Some(Instant::now()));
                 }
-                if last_progress.elapsed() >= PROGRESS_EVERY {
-                    last_progress = Instant::now();
+                if progress.due() {
                     println!("{} quiet: not yet: {}", world.clock(), findings.tally());
                 }
             }

@@ -14,12 +14,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 
-use crate::world::{Replicas, World, with_retries};
+use crate::world::{ProgressEvery, Replicas, World, with_retries};
 
 /// The size every claim starts with.
 pub const CLAIM_SIZE: &str = "1Mi";
 const TICK: Duration = Duration::from_millis(100);
-const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// What the phase leaves behind.
 pub struct Provisioned {
@@ -86,7 +85,7 @@ pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: 
     let mut kills = timeline.kills.iter().peekable();
     let mut plugin_restarted = false;
     let mut apiserver_restarted = timeline.apiserver_restart.is_none();
-    let mut last_progress = Instant::now();
+    let mut progress = ProgressEvery::default();
     loop {
         let now = started.elapsed();
         while created < sizes.claims && timeline.spacing * created as u32 <= now {
@@ -125,8 +124,7 @@ pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: 
             println!("{} provision: kube-apiserver is back", world.clock());
         }
         replicas.supervise(world);
-        if last_progress.elapsed() >= PROGRESS_EVERY {
-            last_progress = Instant::now();
+        if progress.due() {
             let bound = count_bound(&claims).await;
             println!(
                 "{} provision: created {created}/{}, deleted {deleted}, bound {bound}, kills {}, restarts {}, faults {}",
@@ -148,8 +146,7 @@ pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: 
     let mut bound = count_bound(&claims).await;
     while bound < survivors.len() && waiting.elapsed() < sizes.quiesce_timeout {
         replicas.supervise(world);
-        if last_progress.elapsed() >= PROGRESS_EVERY {
-            last_progress = Instant::now();
+        if progress.due() {
             println!("{} provision: waiting for the survivors: bound {bound}/{}", world.clock(), survivors.len());
         }
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -13,10 +13,9 @@ use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass};
 
-use crate::world::{Replicas, World, sidecar_verbosity, with_retries};
+use crate::world::{ProgressEvery, Replicas, World, sidecar_verbosity, with_retries};
 
 const TICK: Duration = Duration::from_millis(100);
-const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// What the phase leaves running, and what must go at the end of the run.
 pub struct Snapshotting {
@@ -63,7 +62,7 @@ pub async fn run(
     let mut deleted = 0usize;
     let mut to_delete: BTreeMap<Duration, String> = BTreeMap::new();
     let mut kills = kills.into_iter().peekable();
-    let mut last_progress = Instant::now();
+    let mut progress = ProgressEvery::default();
     loop {
         let now = started.elapsed();
         while created < sizes.snapshots && !sources.is_empty() && spacing * created as u32 <= now {
@@ -96,8 +95,7 @@ pub async fn run(
             replicas.kill_next(world);
         }
         replicas.supervise(world);
-        if last_progress.elapsed() >= PROGRESS_EVERY {
-            last_progress = Instant::now();
+        if progress.due() {
             println!(
                 "{} snapshot: created {created}/{}, deleted {deleted}, ready {}, kills {}, faults {}",
                 world.clock(),

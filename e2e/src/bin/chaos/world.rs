@@ -297,3 +297,25 @@ fn note_transient(what: &str, error: &kube::Error) {
         eprintln!("chaos: {what}: {error} (retrying)");
     }
 }
+
+/// A progress line at most every 10 s in a polling loop.
+pub struct ProgressEvery {
+    last: Instant,
+}
+
+impl Default for ProgressEvery {
+    fn default() -> Self {
+        ProgressEvery { last: Instant::now() }
+    }
+}
+
+impl ProgressEvery {
+    /// Whether the next line is due; when it is, the 10 s start again.
+    pub fn due(&mut self) -> bool {
+        let due = self.last.elapsed() >= Duration::from_secs(10);
+        if due {
+            self.last = Instant::now();
+        }
+        due
+    }
+}

@@ -5,8 +5,12 @@
 //!
 //! Beyond client-go: a bucket serves two priorities. Clients made from
 //! [`RateLimitLayer::background`] (the event sender's) take a token only while
-//! no request of the work's client waits for one, so that events never delay a
-//! sidecar's own writes (upstream's events go through a client of their own).
+//! no request of the work's client waits for one, and never the last half of
+//! the burst, so that events never delay a sidecar's own writes: a burst of
+//! work (a StatefulSet's claims arriving at once) finds half the burst still
+//! there even when each item's first event went out just before. Upstream's
+//! events come from one goroutine, one request at a time, which leaves the
+//! burst to the work in much the same way.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,15 +40,26 @@ impl TokenBucket {
 
     /// Takes a token, or says how long until one is available.
     pub fn take(&mut self, now: Instant) -> Result<(), Duration> {
+        self.take_keeping(0.0, now)
+    }
+
+    /// Takes a token only if `reserve` tokens are left after it, or says how long until that is so.
+    pub fn take_keeping(&mut self, reserve: f64, now: Instant) -> Result<(), Duration> {
         let elapsed = now.saturating_duration_since(self.refilled_at).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
         self.refilled_at = now;
-        if self.tokens >= 1.0 {
+        let needed = 1.0 + reserve.min(self.burst - 1.0);
+        if self.tokens >= needed {
             self.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.qps))
+            Err(Duration::from_secs_f64((needed - self.tokens) / self.qps))
         }
+    }
+
+    /// The tokens a background request leaves for work: half the burst, rounded down.
+    fn background_reserve(&self) -> f64 {
+        (self.burst / 2.0).floor()
     }
 }
 
@@ -67,8 +82,15 @@ struct SharedBucket {
 }
 
 impl SharedBucket {
-    fn take(&self) -> Result<(), Duration> {
-        self.bucket.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take(Instant::now())
+    fn take(&self, priority: Priority) -> Result<(), Duration> {
+        let mut bucket = self.bucket.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match priority {
+            Priority::Work => bucket.take(Instant::now()),
+            Priority::Background => {
+                let reserve = bucket.background_reserve();
+                bucket.take_keeping(reserve, Instant::now())
+            }
+        }
     }
 }
 
@@ -173,7 +195,7 @@ where
                 let work_waits = bucket.work_waiting.load(Ordering::SeqCst) > 0;
                 let taken = match self.priority {
                     Priority::Background if work_waits => Err(bucket.period),
-                    _ => bucket.take(),
+                    priority => bucket.take(priority),
                 };
                 match taken {
                     Ok(()) => {
@@ -222,6 +244,46 @@ mod tests {
             assert_eq!(bucket.take(later), Ok(()));
         }
         assert!(bucket.take(later).is_err());
+    }
+
+    #[test]
+    fn a_reserve_is_left_in_the_bucket() {
+        let start = Instant::now();
+        // (burst, reserve asked, takes granted from a full bucket, wait for the next one in ms at 5/s)
+        let cases = [(10, 5.0, 5, 200), (10, 0.0, 10, 200), (1, 0.0, 1, 200), (1, 1.0, 1, 200), (3, 1.0, 2, 200)];
+        for (burst, reserve, granted, wait_ms) in cases {
+            let mut bucket = TokenBucket::new(5.0, burst, start);
+            for i in 0..granted {
+                assert_eq!(bucket.take_keeping(reserve, start), Ok(()), "burst {burst} reserve {reserve}: take {i}");
+            }
+            let refused = bucket.take_keeping(reserve, start);
+            assert_eq!(refused, Err(Duration::from_millis(wait_ms)), "burst {burst} reserve {reserve}");
+            // What a background request left is still there for work.
+            let left = (0..burst).take_while(|_| bucket.take(start).is_ok()).count();
+            assert_eq!(left, burst as usize - granted, "burst {burst} reserve {reserve}");
+        }
+        assert_eq!(TokenBucket::new(5.0, 10, start).background_reserve(), 5.0);
+        assert_eq!(TokenBucket::new(5.0, 1, start).background_reserve(), 0.0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn background_requests_leave_half_the_burst_to_work() {
+        let layer = RateLimitLayer::new(5.0, 10);
+        let mut events = layer.background().layer(tower::service_fn(|r: u32| async move { Ok::<_, Infallible>(r) }));
+        let mut work = layer.layer(tower::service_fn(|r: u32| async move { Ok::<_, Infallible>(r) }));
+        let start = Instant::now();
+        // Events with no work waiting: the first five go at once (the sixth would wait for the bucket to hold six).
+        for i in 0..5 {
+            events.ready().await.unwrap();
+            events.call(i).await.unwrap();
+        }
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        // Work arriving now finds five tokens.
+        for i in 0..5 {
+            work.ready().await.unwrap();
+            work.call(i).await.unwrap();
+        }
+        assert_eq!(start.elapsed(), Duration::ZERO, "work used the half of the burst the events left");
     }
 
     #[test]

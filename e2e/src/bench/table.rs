@@ -9,10 +9,26 @@ const HEADER: &str = "| scenario | limits | side | objects | per s | × ceiling 
 
 /// Scenarios in the order of importance, then any other; within one, default limits before raised, ours first.
 fn order(scenario: &str) -> usize {
-    ["provision", "ceiling", "expand", "expand_ceiling", "snapshot", "modify", "group", "idle"]
-        .iter()
-        .position(|s| *s == scenario)
-        .unwrap_or(usize::MAX)
+    [
+        "provision",
+        "ceiling",
+        "expand",
+        "expand_ceiling",
+        "modify",
+        "modify_ceiling",
+        "snapshot",
+        "snapshot_ceiling",
+        "group",
+        "group_ceiling",
+        "idle",
+        "idle_resizer",
+        "idle_combined",
+        "provision_cached",
+        "provision_cached_combined",
+    ]
+    .iter()
+    .position(|s| *s == scenario)
+    .unwrap_or(usize::MAX)
 }
 
 fn side_order(side: &str) -> usize {

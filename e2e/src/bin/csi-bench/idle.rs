@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use csi_sidecars_e2e::bench::{ProcSample, Run};
 use csi_sidecars_e2e::driver_world::DriverWorld;
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
-use csi_sidecars_e2e::{Rules, Sidecar, SidecarIdentity, binary};
+use csi_sidecars_e2e::{Process, Rules, Sidecar, SidecarIdentity, binary};
 
 use crate::progress;
 use crate::sidecar::{Kind, Limits, Side, Start, args, combined_ready};
@@ -19,10 +19,10 @@ const SETTLE: Duration = Duration::from_secs(5);
 
 /// The objects of one round, shared by every sidecar run of the round.
 pub struct IdleWorld {
-    world: ResizerWorld,
-    provisioner: SidecarIdentity,
+    pub world: ResizerWorld,
+    pub provisioner: SidecarIdentity,
     /// The ServiceAccount of the combined process: the provisioner's and the resizer's rules together.
-    combined: SidecarIdentity,
+    pub combined: SidecarIdentity,
     pub objects: usize,
 }
 
@@ -44,17 +44,22 @@ impl IdleWorld {
     /// One sidecar of `kind` for `side` at `limits`, started and measured.
     pub async fn run(&mut self, kind: Kind, side: Side, limits: &Limits) -> anyhow::Result<Run> {
         let name = format!("{}-{}", side.name(), limits.name);
-        let IdleWorld { world, provisioner, .. } = self;
-        let DriverWorld { scenario, socket, ns, identity: resizer, .. } = &mut world.base;
-        let identity = if kind == Kind::Provisioner { &*provisioner } else { &*resizer };
-        let start = Start { socket: socket.as_path(), identity, namespace: ns.name(), extra: &[] };
-        let (mut process, ready) = start.run(scenario, &name, side, kind, limits).await?;
+        let (mut process, ready) = self.start_one(&name, kind, side, limits).await?;
         tokio::time::sleep(SETTLE).await;
         Ok(self.measured(&mut process, ready))
     }
 
     /// Ours only: the provisioner and the resizer in one `csi-sidecars` process, with the flags each gets alone.
     pub async fn run_combined(&mut self, limits: &Limits) -> anyhow::Result<Run> {
+        let (mut process, ready) = self.start_combined(&format!("combined-{}", limits.name), limits).await?;
+        tokio::time::sleep(SETTLE).await;
+        Ok(self.measured(&mut process, ready))
+    }
+
+    /// `csi-sidecars --sidecars=provisioner,resizer` under the log name `name`, as the combined ServiceAccount, with
+    /// the flags each of the two gets alone; the process once both say their caches are filled, and how long that
+    /// took.
+    pub async fn start_combined(&mut self, name: &str, limits: &Limits) -> anyhow::Result<(Process, Duration)> {
         let IdleWorld { world, combined, .. } = self;
         let DriverWorld { scenario, socket, ns, .. } = &mut world.base;
         let mut flags = vec!["--sidecars=provisioner,resizer".to_string()];
@@ -63,16 +68,30 @@ impl IdleWorld {
             flags.push(format!("--workers={workers}"));
         }
         let started = Instant::now();
-        let name = format!("combined-{}", limits.name);
         let env = [("POD_NAMESPACE", ns.name())];
-        let mut process = scenario.start_with_env(&name, &binary("csi-sidecars"), &flags, &env);
+        let process = scenario.start_with_env(name, &binary("csi-sidecars"), &flags, &env);
         let ready = combined_ready(&process, 2, started).await?;
-        tokio::time::sleep(SETTLE).await;
-        Ok(self.measured(&mut process, ready))
+        Ok((process, ready))
+    }
+
+    /// The `kind` sidecar of `side` under the log name `name`, as its own ServiceAccount; the process once its caches
+    /// are filled, and how long that took.
+    pub async fn start_one(
+        &mut self,
+        name: &str,
+        kind: Kind,
+        side: Side,
+        limits: &Limits,
+    ) -> anyhow::Result<(Process, Duration)> {
+        let IdleWorld { world, provisioner, .. } = self;
+        let DriverWorld { scenario, socket, ns, identity: resizer, .. } = &mut world.base;
+        let identity = if kind == Kind::Provisioner { &*provisioner } else { &*resizer };
+        let start = Start { socket: socket.as_path(), identity, namespace: ns.name(), extra: &[] };
+        start.run(scenario, name, side, kind, limits).await
     }
 
     /// The process's peak RSS after it settled, then stopped.
-    fn measured(&self, process: &mut csi_sidecars_e2e::Process, ready: Duration) -> Run {
+    fn measured(&self, process: &mut Process, ready: Duration) -> Run {
         let sample = ProcSample::of(process.pid());
         process.terminate();
         progress(&format!("  ready after {:.2} s", ready.as_secs_f64()));

@@ -4,6 +4,7 @@
 //! Writes target/bench/results.json, results.md (the table) and chart.svg. Sizes and rounds: see `Config`.
 
 mod bound;
+mod cached;
 mod expand;
 mod group;
 mod idle;
@@ -27,6 +28,7 @@ use csi_sidecars_e2e::bench::results::BARE;
 use csi_sidecars_e2e::bench::{Results, Run, Summary, chart, proc_sample, table};
 use csi_sidecars_e2e::{Cluster, repo_root};
 
+use crate::cached::Setup;
 use crate::sidecar::{Kind, Limits, Side};
 
 /// A number from the environment, or `default`.
@@ -64,6 +66,8 @@ struct Config {
     groups: (usize, usize),
     group_members: usize,
     idle: usize,
+    /// New claims provisioned among the idle objects (`provision_cached`).
+    cached: (usize, usize),
 }
 
 impl Config {
@@ -83,6 +87,7 @@ impl Config {
             groups: (env_number("BENCH_GROUPS_AT_DEFAULT_LIMITS", 2), env_number("BENCH_GROUPS", 20)),
             group_members: env_number("BENCH_GROUP_MEMBERS", 5),
             idle: env_number("BENCH_IDLE_OBJECTS", 2000),
+            cached: (env_number("BENCH_CACHED_CLAIMS_AT_DEFAULT_LIMITS", 20), env_number("BENCH_CACHED_CLAIMS", 200)),
         }
     }
 
@@ -237,28 +242,42 @@ async fn scenario(name: &str, config: &Config, runs: &mut Runs) {
     }
 }
 
-/// `idle`: the objects are made once (the slow part), then every round starts each sidecar among them.
+/// `idle`: the objects are made once (the slow part), then every round starts each sidecar among them; then
+/// `provision_cached` provisions new claims among them.
 async fn idle_rounds(config: &Config, runs: &mut Runs) {
     progress(&format!("idle: making {} Bound claims and PVs", config.idle));
     let mut world = match idle::IdleWorld::new(config.idle).await {
         Ok(world) => world,
         Err(err) => return progress(&format!("idle: FAILED: {err:#}")),
     };
+    let class = match world.provisioning_class().await {
+        Ok(class) => class,
+        Err(err) => return progress(&format!("idle: FAILED: {err:#}")),
+    };
     for round in 1..=config.rounds {
         for limits in &[Limits::DEFAULT, Limits::raised()] {
+            let step = |scenario: &str, who: &str| {
+                progress(&format!("{scenario} round {round}/{}: {who} at {} limits", config.rounds, limits.name))
+            };
             for side in sides(round) {
                 for (scenario, kind) in [("idle", Kind::Provisioner), ("idle_resizer", Kind::Resizer)] {
-                    progress(&format!(
-                        "{scenario} round {round}/{}: {} at {} limits",
-                        config.rounds,
-                        side.name(),
-                        limits.name
-                    ));
+                    step(scenario, side.name());
                     runs.record(scenario, side.name(), limits, world.run(kind, side, limits).await);
                 }
                 if side == Side::Ours {
-                    progress(&format!("idle_combined round {round}/{}: ours at {} limits", config.rounds, limits.name));
+                    step("idle_combined", "ours");
                     runs.record("idle_combined", side.name(), limits, world.run_combined(limits).await);
+                }
+            }
+            let count = Config::size(config.cached, limits);
+            for side in sides(round) {
+                step("provision_cached", &format!("{} provisioner and resizer, {count} new claims", side.name()));
+                let run = world.provision_cached(Setup::Separate(side), limits, &class, count).await;
+                runs.record("provision_cached", side.name(), limits, run);
+                if side == Side::Ours {
+                    step("provision_cached_combined", &format!("ours in one process, {count} new claims"));
+                    let run = world.provision_cached(Setup::Combined, limits, &class, count).await;
+                    runs.record("provision_cached_combined", side.name(), limits, run);
                 }
             }
         }

@@ -76,12 +76,7 @@ pub async fn provision(side: Side, limits: &Limits, count: usize) -> anyhow::Res
 
     let t_delete = Instant::now();
     world.claims().delete_collection(&DeleteParams::default(), &ListParams::default()).await?;
-    pvs.none_left("PVs deleted", timeout_for(count)).await?;
-    let deadline = Instant::now() + timeout_for(count);
-    while !plugin_volumes(&world.socket).is_empty() {
-        anyhow::ensure!(Instant::now() < deadline, "backend volumes left after deletion");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    all_gone(&pvs, &world.socket, count).await?;
     let delete_s = t_delete.elapsed().as_secs_f64();
     let deleted_requests = sidecar::quiet(&user, Duration::from_secs(30)).await;
     let deletion: usize = work_requests(&requests_of(&user)[provisioned_requests..deleted_requests]).values().sum();
@@ -101,6 +96,18 @@ pub async fn provision(side: Side, limits: &Limits, count: usize) -> anyhow::Res
             ("delete_requests_per_object".to_string(), deletion as f64 / count as f64),
         ]),
     })
+}
+
+/// Waits until the tracked PVs of `count` deleted claims are gone, and every backend volume of the plugin at
+/// `socket` with them.
+pub async fn all_gone(pvs: &Tracker, socket: &std::path::Path, count: usize) -> anyhow::Result<()> {
+    pvs.none_left("PVs deleted", timeout_for(count)).await?;
+    let deadline = Instant::now() + timeout_for(count);
+    while !plugin_volumes(socket).is_empty() {
+        anyhow::ensure!(Instant::now() < deadline, "backend volumes left after deletion");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
 }
 
 /// A PV as a provisioner writes it for `claim`: pre-bound, CSI source of the world's driver, the class's policy.

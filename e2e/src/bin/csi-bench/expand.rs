@@ -1,7 +1,9 @@
 //! `expand`: N Bound block claims (backend volume, PV, claim; made before the sidecar starts; block, so no node
 //! expansion is needed and the claim is done once the controller side is) all asked to grow from 1Gi
-//! to 2Gi at once; done when the claim's status shows 2Gi. `expand_ceiling`: a bare client does the two writes that
-//! finish an expansion (PV capacity, claim status capacity) under the same limits and concurrency.
+//! to 2Gi at once; done when the claim's status shows 2Gi. `expand_ceiling`: a bare client does the three writes the
+//! resize protocol asks of a resizer (KEP-1790: the claim status marked `ControllerResizeInProgress` with the size
+//! allocated, before the driver is called, so that a restart knows an expansion was under way; the PV capacity; the
+//! claim status capacity, the mark cleared) under the same limits and concurrency.
 
 use std::time::Instant;
 
@@ -74,10 +76,16 @@ pub async fn ceiling(limits: &Limits, count: usize) -> anyhow::Result<Run> {
         let (pvs, claims, pv) = (pvs.clone(), claims.clone(), format!("{ns}-{name}"));
         async move {
             limiter.acquire().await;
+            let resizing = json!({"status": {
+                "allocatedResources": {"storage": GROWN},
+                "allocatedResourceStatuses": {"storage": "ControllerResizeInProgress"},
+            }});
+            claims.patch_status(&name, &PatchParams::default(), &Patch::Merge(resizing)).await.context("resizing")?;
+            limiter.acquire().await;
             let capacity = json!({"spec": {"capacity": {"storage": GROWN}}});
             pvs.patch(&pv, &PatchParams::default(), &Patch::Merge(capacity)).await.context("grow PV")?;
             limiter.acquire().await;
-            let status = json!({"status": {"capacity": {"storage": GROWN}}});
+            let status = json!({"status": {"capacity": {"storage": GROWN}, "allocatedResourceStatuses": null}});
             claims.patch_status(&name, &PatchParams::default(), &Patch::Merge(status)).await.context("claim status")?;
             Ok(())
         }

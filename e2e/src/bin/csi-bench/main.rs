@@ -232,6 +232,21 @@ async fn scenario(name: &str, config: &Config, runs: &mut Runs) {
                 let (rounds, size, limits) = (config.rounds, &comparison.size, limits.name);
                 progress(&format!("{name} round {round}/{rounds}: {who}, {size} at {limits} limits"))
             };
+            if limits.limiter_bound() {
+                // A few requests per second each: the three worlds do not compete for the machine, so they run at
+                // the same time (on one control plane, under the same load) rather than one after the other.
+                step("ceiling, ours and upstream at once");
+                let [first, second] = sides(round);
+                let (ceiling, first_run, second_run) = futures::join!(
+                    (comparison.run_ceiling)(),
+                    (comparison.run_side)(first),
+                    (comparison.run_side)(second)
+                );
+                runs.record(comparison.ceiling, BARE, limits, ceiling);
+                runs.record(name, first.name(), limits, first_run);
+                runs.record(name, second.name(), limits, second_run);
+                continue;
+            }
             step("ceiling");
             runs.record(comparison.ceiling, BARE, limits, (comparison.run_ceiling)().await);
             for side in sides(round) {

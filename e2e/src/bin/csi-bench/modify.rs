@@ -1,7 +1,8 @@
 //! `modify`: N Bound block claims of VolumeAttributesClass "silver" (made before the resizer starts) all switched to
 //! "gold" at once; done when the claim's status says gold is current and nothing is in progress. `modify_ceiling`: a
-//! bare client does the two writes that finish a modification (the PV's `spec.volumeAttributesClassName`, the claim
-//! status: gold current, `modifyVolumeStatus` cleared) under the same limits and concurrency.
+//! bare client does the three writes KEP-3751 asks of a resizer (the claim status `modifyVolumeStatus` InProgress
+//! toward gold, before the driver is called; the PV's `spec.volumeAttributesClassName`; the claim status: gold
+//! current, `modifyVolumeStatus` cleared) under the same limits and concurrency.
 
 use anyhow::Context;
 use csi_sidecars_e2e::bench::Run;
@@ -59,6 +60,9 @@ pub async fn ceiling(limits: &Limits, count: usize) -> anyhow::Result<Run> {
     let run = bare_client(names, limits, limits.concurrency(Kind::Resizer), |name, limiter| {
         let (pvs, claims, pv, gold) = (pvs.clone(), claims.clone(), format!("{ns}-{name}"), gold.clone());
         async move {
+            limiter.acquire().await;
+            let pending = json!({"status": {"modifyVolumeStatus": {"targetVolumeAttributesClassName": gold, "status": "InProgress"}}});
+            claims.patch_status(&name, &PatchParams::default(), &Patch::Merge(pending)).await.context("in progress")?;
             limiter.acquire().await;
             let class = json!({"spec": {"volumeAttributesClassName": gold}});
             pvs.patch(&pv, &PatchParams::default(), &Patch::Merge(class)).await.context("PV class")?;

@@ -88,6 +88,12 @@ impl Limits {
         }
     }
 
+    /// Whether the client limiter, not the machine, bounds every side at these limits (upstream's defaults: a few
+    /// requests per second), so that the sides of a round may run at the same time.
+    pub fn limiter_bound(&self) -> bool {
+        self.qps <= Limits::DEFAULT.qps
+    }
+
     /// The concurrency a bare client uses to match a sidecar of `kind` at these limits.
     pub fn concurrency(&self, kind: Kind) -> usize {
         self.workers.unwrap_or(match kind {

@@ -1,12 +1,14 @@
-//! Bound block claims made before a sidecar starts, as a user's static provisioning would: a backend volume (or
-//! none, for claims nobody will act on), a PV naming it and a claim pre-bound to that PV, CREATORS at a time; done
-//! once kube-controller-manager has bound every claim. The scenarios of the resizer and of the snapshot sidecars
+//! Bound block claims made before a sidecar starts, as a user's static provisioning would: a backend volume made
+//! through one connection to the plugin (or none, for claims nobody will act on), a PV naming it and a claim
+//! pre-bound to that PV, CREATORS at a time; done once kube-controller-manager has bound every claim. The scenarios of the resizer and of the snapshot sidecars
 //! start from these.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use csi_client::proto::{self, volume_capability};
+use csi_client::{CsiClient, Endpoint, OperationMetrics, connect};
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
@@ -108,41 +110,50 @@ fn objects(
     (pv, claim)
 }
 
-/// csictl processes at a time while making backend volumes (each is a process start and one CreateVolume).
-const CSICTL_CALLS: usize = 8;
+/// CreateVolume calls in flight at a time while making backend volumes (one connection to the plugin).
+const BACKEND_CALLS: usize = 32;
 
-/// A 1Gi block volume named `name` made through csictl; its id.
-async fn backend_volume(socket: &std::path::Path, name: &str) -> anyhow::Result<String> {
-    let output = tokio::process::Command::new(csi_sidecars_e2e::binary("csictl"))
-        .args(["--endpoint", &format!("unix://{}", socket.display()), "-o", "json"])
-        .args(["create-volume", name, "--size", "1Gi", "--block"])
-        .output()
-        .await
-        .context("run csictl")?;
-    anyhow::ensure!(
-        output.status.success(),
-        "csictl create-volume {name}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let created: serde_json::Value = serde_json::from_slice(&output.stdout).context("csictl prints JSON")?;
-    Ok(created["volume_id"].as_str().context("volume id")?.to_string())
+/// One connection to the plugin at `socket`, as the bench's own client (not a sidecar's: no metrics of interest).
+async fn plugin_client(socket: &std::path::Path) -> anyhow::Result<CsiClient> {
+    let endpoint: Endpoint = socket.display().to_string().parse().context("plugin endpoint")?;
+    let connection = connect(&endpoint, Duration::from_secs(30)).await.context("connect to the plugin")?;
+    Ok(CsiClient::new(&connection, Duration::from_secs(30), OperationMetrics::default()))
+}
+
+/// A 1Gi single-node block volume named `name`; its id.
+async fn backend_volume(client: &CsiClient, name: String) -> anyhow::Result<String> {
+    let capability = proto::VolumeCapability {
+        access_type: Some(volume_capability::AccessType::Block(volume_capability::BlockVolume {})),
+        access_mode: Some(volume_capability::AccessMode {
+            mode: volume_capability::access_mode::Mode::SingleNodeWriter as i32,
+        }),
+    };
+    let request = proto::CreateVolumeRequest {
+        name: name.clone(),
+        capacity_range: Some(proto::CapacityRange { required_bytes: 1 << 30, limit_bytes: 0 }),
+        volume_capabilities: vec![capability],
+        ..Default::default()
+    };
+    let created = client.create_volume(request).await.with_context(|| format!("CreateVolume {name}"))?;
+    Ok(created.volume.context("CreateVolume answered no volume")?.volume_id)
 }
 
 /// Makes the claims of `set` (1Gi, block) and waits until all are Bound; their names.
 pub async fn bound_claims(world: &mut ResizerWorld, set: &ClaimSet) -> anyhow::Result<Vec<String>> {
     let ns = world.ns().to_string();
     let bound = Tracker::start(world.claims(), &ns, bound_with_class).await;
+    let client = if set.backend { Some(plugin_client(&world.socket).await?) } else { None };
     let volume_ids: Vec<anyhow::Result<String>> = futures::stream::iter(0..set.count)
         .map(|i| {
-            let (name, socket) = (format!("{ns}-{}", claim_name(i)), world.socket.clone());
+            let (name, client) = (format!("{ns}-{}", claim_name(i)), client.clone());
             async move {
-                if !set.backend {
-                    return Ok(format!("idle-{name}"));
+                match client {
+                    Some(client) => backend_volume(&client, name).await,
+                    None => Ok(format!("idle-{name}")),
                 }
-                backend_volume(&socket, &name).await
             }
         })
-        .buffered(CSICTL_CALLS)
+        .buffered(BACKEND_CALLS)
         .collect()
         .await;
     let mut pairs = Vec::new();

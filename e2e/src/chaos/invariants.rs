@@ -233,6 +233,17 @@ impl Injected {
     }
 }
 
+/// How many of a phase's objects have not settled yet: a survivor missing or not ready, or a deleted one still
+/// there. `present` is what the namespace holds, by name, with its readiness.
+pub fn unsettled<'a>(
+    present: &BTreeMap<String, bool>,
+    survivors: impl IntoIterator<Item = &'a String>,
+    deleted: &BTreeSet<String>,
+) -> usize {
+    let waiting = survivors.into_iter().filter(|name| present.get(*name) != Some(&true)).count();
+    waiting + deleted.iter().filter(|name| present.contains_key(*name)).count()
+}
+
 /// Bytes of a Kubernetes quantity with a binary or decimal suffix (`1Mi`, `2G`, `1048576`); None for forms a
 /// storage size does not take.
 pub fn quantity_bytes(text: &str) -> Option<u64> {
@@ -521,6 +532,24 @@ mod tests {
             injected.line(Duration::from_millis(12_340)),
             "injected: 120 faults, 9 kills, 2 restarts; quiet 12.3 s after the last fault"
         );
+    }
+
+    #[test]
+    fn counts_what_has_not_settled() {
+        let present: BTreeMap<String, bool> =
+            [("ready", true), ("cutting", false), ("going", true)].iter().map(|(n, r)| (n.to_string(), *r)).collect();
+        let rows: &[(&[&str], &[&str], usize)] = &[
+            (&["ready"], &[], 0),
+            (&["ready", "cutting"], &[], 1),
+            (&["ready", "never-created"], &[], 1),
+            (&["ready"], &["going"], 1),
+            (&["ready"], &["gone"], 0),
+            (&["cutting", "missing"], &["going", "gone"], 3),
+        ];
+        for (survivors, deleted, want) in rows {
+            let survivors = set(survivors);
+            assert_eq!(unsettled(&present, &survivors, &set(deleted)), *want, "{survivors:?} / {deleted:?}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use csi_sidecars_e2e::Sidecar;
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, GROUP_METHODS};
 use csi_sidecars_e2e::chaos::group_plan::{GroupPlan, plan_groups};
+use csi_sidecars_e2e::chaos::invariants::unsettled;
 use csi_sidecars_e2e::chaos::sizes::{Sizes, picked};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Api;
@@ -18,8 +19,8 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass};
 
-use crate::snapshot::{Snapshotting, count_ready, delete_all, driver_class};
-use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, World, with_retries};
+use crate::snapshot::{Snapshotting, count_ready, delete_all, driver_class, readiness};
+use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, World, settle, with_retries};
 
 const TICK: Duration = Duration::from_millis(100);
 
@@ -95,7 +96,7 @@ pub async fn run(
                 world.clock(),
                 plans.len(),
                 deleted.len(),
-                count_ready(&groups, |g| g.status.as_ref().and_then(|s| s.ready_to_use) == Some(true)).await,
+                count_ready(readiness(&groups, group_ready).await),
                 world.kills,
                 world.faults_injected()
             );
@@ -106,6 +107,14 @@ pub async fn run(
         }
         tokio::time::sleep(TICK).await;
     }
+    let supervise = |world: &mut World| {
+        replicas.supervise(world);
+        snapshotting.supervise(world);
+    };
+    settle(world, "group", sizes.quiesce_timeout, supervise, || async {
+        Some(unsettled(&readiness(&groups, group_ready).await?, survivors.keys(), &deleted))
+    })
+    .await;
     let faults = world.faults_injected() - faults_before;
     println!("{} group: done: {created} created, {} deleted, {faults} faults", world.clock(), deleted.len());
     Ok(Grouping { class, replicas, survivors, deleted })
@@ -162,4 +171,8 @@ async fn create_group(groups: &Api<VolumeGroupSnapshot>, plan: &GroupPlan, class
     let post = PostParams::default();
     with_retries(&format!("create group snapshot {}", plan.name), &[409], || groups.create(&post, &group)).await?;
     Ok(())
+}
+
+fn group_ready(group: &VolumeGroupSnapshot) -> bool {
+    group.status.as_ref().and_then(|s| s.ready_to_use) == Some(true)
 }

@@ -6,23 +6,24 @@
 //! member contents and the member VolumeSnapshots, csi-snapshotter makes the members' contents ready and frees
 //! them once their group is deleted.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, SNAPSHOT_METHODS};
+use csi_sidecars_e2e::chaos::invariants::unsettled;
 use csi_sidecars_e2e::chaos::sizes::{Sizes, picked};
 use csi_sidecars_e2e::group_world::GATE;
 use csi_sidecars_e2e::{Sidecar, install_snapshot_crds};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::{DeleteParams, PostParams};
-use kube::{Api, Resource};
+use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass};
 
-use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, World, with_retries};
+use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, World, settle, with_retries};
 
 const TICK: Duration = Duration::from_millis(100);
 
@@ -89,7 +90,7 @@ pub async fn run(
     let (post, delete) = (PostParams::default(), DeleteParams::default());
     let started = Instant::now();
     let mut created = 0usize;
-    let mut deleted = 0usize;
+    let mut deleted = BTreeSet::new();
     let mut to_delete = Deletions::default();
     let mut progress = ProgressEvery::default();
     loop {
@@ -115,16 +116,17 @@ pub async fn run(
         }
         while let Some(name) = to_delete.next_due(started.elapsed()) {
             with_retries(&format!("delete snapshot {name}"), &[404], || snapshots.delete(&name, &delete)).await?;
-            deleted += 1;
+            deleted.insert(name);
         }
         kills.kill_due(now, world, &mut snapshotting.snapshotters, &mut snapshotting.controllers);
         snapshotting.supervise(world);
         if progress.due() {
             println!(
-                "{} snapshot: created {created}/{}, deleted {deleted}, ready {}, kills {}, faults {}",
+                "{} snapshot: created {created}/{}, deleted {}, ready {}, kills {}, faults {}",
                 world.clock(),
                 sizes.snapshots,
-                count_ready(&snapshots, |s| s.status.as_ref().and_then(|s| s.ready_to_use) == Some(true)).await,
+                deleted.len(),
+                count_ready(readiness(&snapshots, snapshot_ready).await),
                 world.kills,
                 world.faults_injected()
             );
@@ -135,8 +137,14 @@ pub async fn run(
         }
         tokio::time::sleep(TICK).await;
     }
+    let survivors = snapshotting.survivors.clone();
+    let supervise = |world: &mut World| snapshotting.supervise(world);
+    settle(world, "snapshot", sizes.quiesce_timeout, supervise, || async {
+        Some(unsettled(&readiness(&snapshots, snapshot_ready).await?, &survivors, &deleted))
+    })
+    .await;
     let faults = world.faults_injected() - faults_before;
-    println!("{} snapshot: done: {created} created, {deleted} deleted, {faults} faults", world.clock());
+    println!("{} snapshot: done: {created} created, {} deleted, {faults} faults", world.clock(), deleted.len());
     Ok(())
 }
 
@@ -187,11 +195,21 @@ where
     Ok(name)
 }
 
-/// How many objects of the run's namespace are ready (0 while the API server is away).
-pub async fn count_ready<K>(api: &Api<K>, ready: impl Fn(&K) -> bool) -> usize
+/// The objects of kind `K` in the run's namespace by name, each with whether it is ready (None while the API
+/// server is away).
+pub async fn readiness<K>(api: &Api<K>, ready: impl Fn(&K) -> bool) -> Option<BTreeMap<String, bool>>
 where
-    K: Clone + DeserializeOwned + Debug,
+    K: Resource + Clone + DeserializeOwned + Debug,
 {
-    let Ok(list) = api.list(&Default::default()).await else { return 0 };
-    list.items.iter().filter(|object| ready(object)).count()
+    let list = api.list(&Default::default()).await.ok()?;
+    Some(list.items.iter().map(|object| (object.name_any(), ready(object))).collect())
+}
+
+/// How many of `readiness` are ready.
+pub fn count_ready(readiness: Option<BTreeMap<String, bool>>) -> usize {
+    readiness.map_or(0, |objects| objects.values().filter(|ready| **ready).count())
+}
+
+fn snapshot_ready(snapshot: &VolumeSnapshot) -> bool {
+    snapshot.status.as_ref().and_then(|s| s.ready_to_use) == Some(true)
 }

@@ -406,3 +406,37 @@ impl KillTurns {
         self.first.is_empty() && self.second.is_empty()
     }
 }
+
+/// After a phase's creations and kills: faults stay on and nothing more is killed until the phase's work is done
+/// (`unsettled` counts nothing left; None while it cannot tell) or `within` runs out, so the work still in flight
+/// meets the faults too rather than the quiet phase. `supervise` starts again what exits meanwhile.
+pub async fn settle<F, Fut>(
+    world: &mut World,
+    phase: &str,
+    within: Duration,
+    mut supervise: impl FnMut(&mut World),
+    mut unsettled: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<usize>>,
+{
+    let started = Instant::now();
+    let mut progress = ProgressEvery::default();
+    loop {
+        supervise(world);
+        let left = unsettled().await;
+        if left == Some(0) {
+            println!("{} {phase}: settled under faults in {:.0} s", world.clock(), started.elapsed().as_secs_f64());
+            return;
+        }
+        let left = left.map_or_else(|| "?".to_string(), |n| n.to_string());
+        if started.elapsed() >= within {
+            println!("{} {phase}: {left} objects still unsettled; on to the next phase", world.clock());
+            return;
+        }
+        if progress.due() {
+            println!("{} {phase}: settling under faults, {left} objects left", world.clock());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}

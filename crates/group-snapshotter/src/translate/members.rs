@@ -18,9 +18,9 @@ use snapshot_api::{
 
 use super::names::{
     ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, ANN_GROUP_DELETION_SECRET_NAME,
-    ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VOLUME_GROUP_SNAPSHOT_HANDLE, FINALIZER_VOLUME_SNAPSHOT_IN_GROUP,
-    GROUP_SNAPSHOT_API_VERSION, KIND_VOLUME_GROUP_SNAPSHOT, KIND_VOLUME_SNAPSHOT, MEMBER_CONTENT_NAME_PREFIX,
-    MEMBER_SNAPSHOT_NAME_PREFIX,
+    ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VOLUME_GROUP_SNAPSHOT_HANDLE, FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND,
+    FINALIZER_VOLUME_SNAPSHOT_IN_GROUP, GROUP_SNAPSHOT_API_VERSION, KIND_VOLUME_GROUP_SNAPSHOT, KIND_VOLUME_SNAPSHOT,
+    MEMBER_CONTENT_NAME_PREFIX, MEMBER_SNAPSHOT_NAME_PREFIX,
 };
 use super::secrets::secret_from_annotations;
 
@@ -119,6 +119,10 @@ pub fn member(
         metadata: ObjectMeta {
             name: Some(member_content_name.clone()),
             annotations: Some(annotations),
+            // Protected from its creation, as a single dynamic content is (upstream adds the finalizer on the
+            // content's first sync): that later write raced csi-snapshotter's status writes on the new member
+            // (`make chaos` saw dozens of Conflicts per group phase, each retried with backoff).
+            finalizers: Some(vec![FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND.into()]),
             ..Default::default()
         },
         spec: VolumeSnapshotContentSpec {
@@ -308,6 +312,7 @@ mod tests {
         assert_eq!(content.spec.volume_snapshot_class_name, None);
         assert_eq!(content.spec.source.volume_handle.as_deref(), Some("handle-a"));
         assert_eq!(content.spec.source_volume_mode.as_deref(), Some("Block"));
+        assert_eq!(content.metadata.finalizers, Some(vec![FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND.to_string()]));
         assert_eq!(
             member.content_status,
             VolumeSnapshotContentStatus {

@@ -169,12 +169,17 @@ where
     let api: Api<K> = Api::namespaced(world.client.clone(), world.ns());
     let _ = api.delete_collection(&DeleteParams::default(), &Default::default()).await;
     let deadline = Instant::now() + Duration::from_secs(60);
+    let mut left = None;
     while Instant::now() < deadline {
         match api.list(&Default::default()).await {
-            Ok(list) if list.items.is_empty() => break,
-            _ => tokio::time::sleep(Duration::from_secs(1)).await,
+            Ok(list) if list.items.is_empty() => return,
+            Ok(list) => left = Some(list.items.len()),
+            Err(_) => {}
         }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
+    let left = left.map_or_else(|| "some".to_string(), |n| n.to_string());
+    println!("chaos: clean-up: {left} {} still there after a minute", K::kind(&()));
 }
 
 /// A class of kind `K` (VolumeSnapshotClass, VolumeGroupSnapshotClass) of the run's driver, policy Delete, named

@@ -1,6 +1,6 @@
 //! The reduced `make chaos` (README, "Chaos") inside `make test`: 40 claims, two kills of each sidecar per phase
-//! (snapshot-controller in both snapshot phases), one plugin restart, expansions, class moves, 12 snapshots and 3
-//! group snapshots, all under faults, then every invariant 0. kube-apiserver is not restarted: this cluster is
+//! (snapshot-controller in both snapshot phases), one plugin restart, expansions, class moves, 12 snapshots and 4
+//! group snapshots (one deleted), all under faults, then every invariant 0. kube-apiserver is not restarted: this cluster is
 //! shared with the other e2e tests running at the same time (the full `make chaos` restarts it on a cluster of its
 //! own).
 
@@ -20,7 +20,7 @@ fn reduced_chaos_leaks_and_loses_nothing() {
             ("CHAOS_CHANGE_SHARE", "0.3"),
             ("CHAOS_RESTART_APISERVER", "0"),
             ("CHAOS_SNAPSHOTS", "12"),
-            ("CHAOS_GROUPS", "3"),
+            ("CHAOS_GROUPS", "4"),
             ("CHAOS_PHASES", "provision,change,snapshot,group"),
             ("CHAOS_QUIESCE_SECONDS", "120"),
         ])

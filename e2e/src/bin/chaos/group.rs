@@ -3,7 +3,8 @@
 //! cut), under CreateVolumeGroupSnapshot/DeleteVolumeGroupSnapshot/GetVolumeGroupSnapshot faults, with the two
 //! csi-group-snapshotter replicas and the two snapshot-controller replicas SIGKILLed in turn. snapshot-controller
 //! makes the group and member contents and the member VolumeSnapshots, so its kills are where a group could leak
-//! or lose a member.
+//! or lose a member. The phase then settles under faults until every surviving group is ready and every deleted one
+//! gone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

@@ -11,6 +11,8 @@
 //! 4. group (group.rs): VolumeGroupSnapshots of labelled groups of claims created and a quarter deleted under
 //!    CreateVolumeGroupSnapshot/DeleteVolumeGroupSnapshot/GetVolumeGroupSnapshot faults; csi-group-snapshotter and
 //!    snapshot-controller replicas SIGKILLed in turn;
+//!
+//!    (3 and 4 then settle, world.rs `settle`: faults still on, no more kills, until their work is done;)
 //! 5. quiet (invariants.rs): faults off, every process up, the invariants polled until they hold or time runs out.
 //!
 //! The last line is `leaked volumes: N, leaked snapshots: N, orphan PVs: N, lost claims: N, lost changes: N`; the

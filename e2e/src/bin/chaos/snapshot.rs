@@ -1,6 +1,7 @@
 //! Phase snapshots: VolumeSnapshots of surviving claims created at a steady pace and a quarter of them deleted
 //! soon after (some while being cut), under CreateSnapshot/DeleteSnapshot faults, with the two csi-snapshotter
-//! replicas and the two snapshot-controller replicas SIGKILLed in turn.
+//! replicas and the two snapshot-controller replicas SIGKILLed in turn; then the phase settles under faults until
+//! every surviving snapshot is ready and every deleted one gone.
 //!
 //! The snapshot sidecars ([`Snapshotting`]) serve the group phase too: snapshot-controller makes the group and
 //! member contents and the member VolumeSnapshots, csi-snapshotter makes the members' contents ready and frees
@@ -161,25 +162,27 @@ impl Snapshotting {
     }
 }
 
-/// Deletes every object of kind `K` in the run's namespace and waits (a minute at most) for them to go.
+/// Deletes every object of kind `K` in the run's namespace and waits for them to go: as long as their number keeps
+/// falling (the snapshot sidecars work through them at their API rate limit), at most 5 minutes, and at most 30 s
+/// without progress.
 pub async fn delete_all<K>(world: &World)
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned + Debug,
 {
+    const STALL: Duration = Duration::from_secs(30);
     let api: Api<K> = Api::namespaced(world.client.clone(), world.ns());
     let _ = api.delete_collection(&DeleteParams::default(), &Default::default()).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut left = None;
-    while Instant::now() < deadline {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let (mut left, mut progress_at) = (usize::MAX, Instant::now());
+    while Instant::now() < deadline && progress_at.elapsed() < STALL {
         match api.list(&Default::default()).await {
             Ok(list) if list.items.is_empty() => return,
-            Ok(list) => left = Some(list.items.len()),
-            Err(_) => {}
+            Ok(list) if list.items.len() < left => (left, progress_at) = (list.items.len(), Instant::now()),
+            _ => {}
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    let left = left.map_or_else(|| "some".to_string(), |n| n.to_string());
-    println!("chaos: clean-up: {left} {} still there after a minute", K::kind(&()));
+    println!("chaos: clean-up: {left} {} still there", K::kind(&()));
 }
 
 /// A class of kind `K` (VolumeSnapshotClass, VolumeGroupSnapshotClass) of the run's driver, policy Delete, named

@@ -1,7 +1,8 @@
-//! The reduced `make chaos` (README, "Chaos") inside `make test`: 40 claims, two kills of each sidecar, one
-//! plugin restart, expansions, class moves and 12 snapshots, all under faults, then every invariant 0. kube-apiserver is not
-//! restarted: this cluster is shared with the other e2e tests running at the same time (the full `make chaos`
-//! restarts it on a cluster of its own).
+//! The reduced `make chaos` (README, "Chaos") inside `make test`: 40 claims, two kills of each sidecar per phase
+//! (snapshot-controller in both snapshot phases), one plugin restart, expansions, class moves, 12 snapshots and 4
+//! group snapshots (one deleted), all under faults, then every invariant 0. kube-apiserver is not restarted: this cluster is
+//! shared with the other e2e tests running at the same time (the full `make chaos` restarts it on a cluster of its
+//! own).
 
 use std::process::Command;
 
@@ -19,7 +20,8 @@ fn reduced_chaos_leaks_and_loses_nothing() {
             ("CHAOS_CHANGE_SHARE", "0.3"),
             ("CHAOS_RESTART_APISERVER", "0"),
             ("CHAOS_SNAPSHOTS", "12"),
-            ("CHAOS_PHASES", "provision,change,snapshot"),
+            ("CHAOS_GROUPS", "4"),
+            ("CHAOS_PHASES", "provision,change,snapshot,group"),
             ("CHAOS_QUIESCE_SECONDS", "120"),
         ])
         .output()
@@ -32,5 +34,10 @@ fn reduced_chaos_leaks_and_loses_nothing() {
     assert!(output.status.success(), "chaos exited with {}", output.status);
     let injected = stdout.lines().find(|l| l.starts_with("injected: ")).expect("the injected line");
     assert!(!injected.starts_with("injected: 0 faults"), "faults were injected: {injected}");
-    assert!(injected.contains(" 6 kills, 1 restarts"), "two kills of each sidecar and one plugin restart: {injected}");
+    // provision 2, change 2, snapshot 2 + 2 (csi-snapshotter, snapshot-controller), group 2 + 2
+    // (csi-group-snapshotter, snapshot-controller).
+    assert!(
+        injected.contains(" 12 kills, 1 restarts"),
+        "two kills of each sidecar per phase and one plugin restart: {injected}"
+    );
 }

@@ -44,6 +44,9 @@ pub fn fault_config(methods: &[&str], mix: &FaultMix) -> Value {
 pub const PROVISION_METHODS: &[&str] = &["CreateVolume", "DeleteVolume"];
 pub const CHANGE_METHODS: &[&str] = &["ControllerExpandVolume", "ControllerModifyVolume"];
 pub const SNAPSHOT_METHODS: &[&str] = &["CreateSnapshot", "DeleteSnapshot"];
+/// GetVolumeGroupSnapshot is asked only for pre-provisioned group contents; faults on it cost nothing elsewhere.
+pub const GROUP_METHODS: &[&str] =
+    &["CreateVolumeGroupSnapshot", "DeleteVolumeGroupSnapshot", "GetVolumeGroupSnapshot"];
 
 /// How many faults a plugin log shows: the plugin writes one warning per injection, starting "injected fault"
 /// or "injected delay".

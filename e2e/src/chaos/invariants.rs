@@ -1,9 +1,15 @@
 //! What must hold once a chaos run is quiet (faults off, every process up), as counts, and the closing lines.
 //!
-//! - a leaked volume (snapshot) is a backend volume (snapshot) that no PV (VolumeSnapshotContent) names;
+//! - a leaked volume is a backend volume that no PV names;
+//! - a leaked snapshot is a backend group snapshot that no VolumeGroupSnapshotContent names, a backend snapshot that
+//!   no VolumeSnapshotContent names and that is no member of such a live group, or a VolumeGroupSnapshot the run
+//!   deleted that is still there (its storage is never freed);
 //! - an orphan PV has no live claim, and is not a PV that its Retain policy keeps as Released;
 //! - a lost claim is a claim the run did not delete that is missing or not Bound;
-//! - a lost change is a requested size or VolumeAttributesClass the claim's status does not show.
+//! - a lost change is a requested size or VolumeAttributesClass the claim's status does not show, or a requested
+//!   snapshot that is not there to use: a VolumeSnapshot the run did not delete that is missing or not readyToUse, a
+//!   VolumeGroupSnapshot the run did not delete that is missing or not readyToUse, or lacks a ready member
+//!   VolumeSnapshot for one of its claims.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -32,6 +38,17 @@ pub struct ClaimView {
     pub current_class: Option<String>,
 }
 
+/// A VolumeSnapshot or VolumeGroupSnapshot of the run's namespace as the invariants see it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SnapshotView {
+    pub name: String,
+    pub uid: String,
+    /// `status.readyToUse`.
+    pub ready: bool,
+    /// The UID of the VolumeGroupSnapshot that owns it (a group member); None for a group or a single snapshot.
+    pub group_uid: Option<String>,
+}
+
 /// A change the run asked for on a claim.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Change {
@@ -44,14 +61,28 @@ pub struct Change {
 pub struct Observation {
     pub backend_volumes: BTreeSet<String>,
     pub backend_snapshots: BTreeSet<String>,
+    /// Backend group snapshots: group id → its member snapshot ids (also in `backend_snapshots`).
+    pub backend_groups: BTreeMap<String, BTreeSet<String>>,
     /// The snapshot handles of every VolumeSnapshotContent of the driver.
     pub snapshot_handles: BTreeSet<String>,
+    /// The group snapshot handles of every VolumeGroupSnapshotContent of the driver.
+    pub group_handles: BTreeSet<String>,
+    /// The namespace's VolumeSnapshots (single ones and group members).
+    pub snapshots: Vec<SnapshotView>,
+    /// The namespace's VolumeGroupSnapshots.
+    pub groups: Vec<SnapshotView>,
     pub volumes: Vec<VolumeView>,
     pub claims: Vec<ClaimView>,
     /// Names of the claims the run did not delete.
     pub survivors: BTreeSet<String>,
     /// Changes by claim name.
     pub changes: BTreeMap<String, Change>,
+    /// Names of the VolumeSnapshots the run created and did not delete.
+    pub surviving_snapshots: BTreeSet<String>,
+    /// Names of the VolumeGroupSnapshots the run created and did not delete, with the number of claims each took.
+    pub surviving_groups: BTreeMap<String, usize>,
+    /// Names of the VolumeGroupSnapshots the run deleted.
+    pub deleted_groups: BTreeSet<String>,
 }
 
 /// The five counts of the last line.
@@ -108,8 +139,7 @@ impl Observation {
         let claims_by_uid: BTreeSet<&str> = self.claims.iter().map(|c| c.uid.as_str()).collect();
         let claims_by_name: BTreeMap<&str, &ClaimView> = self.claims.iter().map(|c| (c.name.as_str(), c)).collect();
         let leaked_volumes = self.backend_volumes.iter().filter(|id| !handles.contains(id.as_str())).cloned().collect();
-        let leaked_snapshots =
-            self.backend_snapshots.iter().filter(|id| !self.snapshot_handles.contains(*id)).cloned().collect();
+        let leaked_snapshots = self.leaked_snapshots();
         let orphan_pvs = self
             .volumes
             .iter()
@@ -123,13 +153,55 @@ impl Observation {
             .filter(|name| !claims_by_name.get(name.as_str()).is_some_and(|c| c.bound))
             .cloned()
             .collect();
-        let lost_changes = self
+        let mut lost_changes: Vec<String> = self
             .changes
             .iter()
             .filter(|(name, change)| !claims_by_name.get(name.as_str()).is_some_and(|claim| change.applied_to(claim)))
             .map(|(name, _)| name.clone())
             .collect();
+        lost_changes.extend(self.lost_snapshots());
         Findings { leaked_volumes, leaked_snapshots, orphan_pvs, lost_claims, lost_changes }
+    }
+
+    /// Backend group snapshots without a content, backend snapshots without a content outside a live group, and
+    /// group snapshots the run deleted that stay.
+    fn leaked_snapshots(&self) -> Vec<String> {
+        let live_groups: Vec<&String> =
+            self.backend_groups.keys().filter(|g| self.group_handles.contains(*g)).collect();
+        let live_members: BTreeSet<&String> = live_groups.iter().flat_map(|g| &self.backend_groups[*g]).collect();
+        let groups =
+            self.backend_groups.keys().filter(|g| !self.group_handles.contains(*g)).map(|g| format!("group {g}"));
+        let snapshots = self
+            .backend_snapshots
+            .iter()
+            .filter(|id| !self.snapshot_handles.contains(*id) && !live_members.contains(id))
+            .cloned();
+        let lingering = self
+            .groups
+            .iter()
+            .filter(|g| self.deleted_groups.contains(&g.name))
+            .map(|g| format!("VolumeGroupSnapshot {} (deleted)", g.name));
+        groups.chain(snapshots).chain(lingering).collect()
+    }
+
+    /// Surviving VolumeSnapshots not ready, and surviving VolumeGroupSnapshots not ready or short of ready members.
+    fn lost_snapshots(&self) -> Vec<String> {
+        let ready_snapshot = |name: &str| self.snapshots.iter().any(|s| s.name == name && s.ready);
+        let snapshots = self
+            .surviving_snapshots
+            .iter()
+            .filter(|name| !ready_snapshot(name))
+            .map(|name| format!("VolumeSnapshot {name}"));
+        let ready_members =
+            |uid: &str| self.snapshots.iter().filter(|s| s.ready && s.group_uid.as_deref() == Some(uid)).count();
+        let groups = self
+            .surviving_groups
+            .iter()
+            .filter(|(name, members)| {
+                !self.groups.iter().any(|g| g.name == **name && g.ready && ready_members(&g.uid) >= **members)
+            })
+            .map(|(name, _)| format!("VolumeGroupSnapshot {name}"));
+        snapshots.chain(groups).collect()
     }
 }
 
@@ -159,6 +231,17 @@ impl Injected {
             quiesce.as_secs_f64()
         )
     }
+}
+
+/// How many of a phase's objects have not settled yet: a survivor missing or not ready, or a deleted one still
+/// there. `present` is what the namespace holds, by name, with its readiness.
+pub fn unsettled<'a>(
+    present: &BTreeMap<String, bool>,
+    survivors: impl IntoIterator<Item = &'a String>,
+    deleted: &BTreeSet<String>,
+) -> usize {
+    let waiting = survivors.into_iter().filter(|name| present.get(*name) != Some(&true)).count();
+    waiting + deleted.iter().filter(|name| present.contains_key(*name)).count()
 }
 
 /// Bytes of a Kubernetes quantity with a binary or decimal suffix (`1Mi`, `2G`, `1048576`); None for forms a
@@ -204,12 +287,25 @@ mod tests {
         ClaimView { name: name.into(), uid: uid.into(), bound, capacity_bytes: Some(1 << 20), current_class: None }
     }
 
-    /// A quiet, clean world: two bound claims, their PVs and backend volumes, one snapshot with its content.
+    fn view(name: &str, uid: &str, ready: bool, group_uid: Option<&str>) -> SnapshotView {
+        SnapshotView { name: name.into(), uid: uid.into(), ready, group_uid: group_uid.map(String::from) }
+    }
+
+    /// A quiet, clean world: two bound claims, their PVs and backend volumes, one snapshot with its content, and a
+    /// group snapshot of both claims with its content, its two members and their contents.
     fn clean() -> Observation {
         Observation {
             backend_volumes: set(&["vol-a", "vol-b"]),
-            backend_snapshots: set(&["snap-1"]),
-            snapshot_handles: set(&["snap-1"]),
+            backend_snapshots: set(&["snap-1", "snap-2", "snap-3"]),
+            backend_groups: BTreeMap::from([("gs-1".to_string(), set(&["snap-2", "snap-3"]))]),
+            snapshot_handles: set(&["snap-1", "snap-2", "snap-3"]),
+            group_handles: set(&["gs-1"]),
+            snapshots: vec![
+                view("s", "u-s", true, None),
+                view("m-a", "u-ma", true, Some("u-g")),
+                view("m-b", "u-mb", true, Some("u-g")),
+            ],
+            groups: vec![view("g", "u-g", true, None)],
             volumes: vec![
                 pv("pv-a", "vol-a", Some("u-a"), "Bound", "Delete"),
                 pv("pv-b", "vol-b", Some("u-b"), "Bound", "Delete"),
@@ -217,6 +313,9 @@ mod tests {
             claims: vec![claim("a", "u-a", true), claim("b", "u-b", true)],
             survivors: set(&["a", "b"]),
             changes: BTreeMap::new(),
+            surviving_snapshots: set(&["s"]),
+            surviving_groups: BTreeMap::from([("g".to_string(), 2)]),
+            deleted_groups: set(&["gone"]),
         }
     }
 
@@ -319,6 +418,78 @@ mod tests {
                 Tally::default(),
             ),
             (
+                "storage group snapshot without a content, its members' contents there",
+                |o| {
+                    o.group_handles.clear();
+                },
+                Tally { leaked_snapshots: 1, ..Tally::default() },
+            ),
+            (
+                "storage group snapshot and its members without contents",
+                |o| {
+                    o.group_handles.clear();
+                    o.snapshot_handles = set(&["snap-1"]);
+                },
+                Tally { leaked_snapshots: 3, ..Tally::default() },
+            ),
+            (
+                "member of a live group without a content of its own",
+                |o| {
+                    o.snapshot_handles.remove("snap-3");
+                },
+                Tally::default(),
+            ),
+            (
+                "a group content whose storage group is gone is no leak",
+                |o| {
+                    o.group_handles.insert("gs-gone".into());
+                },
+                Tally::default(),
+            ),
+            (
+                "group snapshot the run deleted still there",
+                |o| o.groups.push(view("gone", "u-gone", true, None)),
+                Tally { leaked_snapshots: 1, ..Tally::default() },
+            ),
+            (
+                "surviving snapshot not ready",
+                |o| o.snapshots[0].ready = false,
+                Tally { lost_changes: 1, ..Tally::default() },
+            ),
+            (
+                "surviving snapshot gone",
+                |o| {
+                    o.snapshots.remove(0);
+                },
+                Tally { lost_changes: 1, ..Tally::default() },
+            ),
+            (
+                "a snapshot the run deleted may be anything",
+                |o| o.snapshots.push(view("deleted", "u-d", false, None)),
+                Tally::default(),
+            ),
+            ("surviving group not ready", |o| o.groups[0].ready = false, Tally { lost_changes: 1, ..Tally::default() }),
+            (
+                "surviving group with a member not ready",
+                |o| o.snapshots[2].ready = false,
+                Tally { lost_changes: 1, ..Tally::default() },
+            ),
+            (
+                "surviving group with a member missing",
+                |o| {
+                    o.snapshots.pop();
+                },
+                Tally { lost_changes: 1, ..Tally::default() },
+            ),
+            (
+                "members of another group do not count",
+                |o| {
+                    o.snapshots[2].group_uid = Some("u-other".into());
+                },
+                Tally { lost_changes: 1, ..Tally::default() },
+            ),
+            ("surviving group gone", |o| o.groups.clear(), Tally { lost_changes: 1, ..Tally::default() }),
+            (
                 "change on a claim that is gone",
                 |o| {
                     o.changes.insert("z".into(), Change { size_bytes: Some(1), class: None });
@@ -338,9 +509,13 @@ mod tests {
         let mut observation = clean();
         observation.backend_volumes.insert("vol-x".into());
         observation.claims[0].bound = false;
+        observation.group_handles.clear();
+        observation.groups[0].ready = false;
         let findings = observation.findings();
         assert_eq!(findings.leaked_volumes, ["vol-x"]);
+        assert_eq!(findings.leaked_snapshots, ["group gs-1"]);
         assert_eq!(findings.lost_claims, ["a"]);
+        assert_eq!(findings.lost_changes, ["VolumeGroupSnapshot g"]);
     }
 
     #[test]
@@ -357,6 +532,24 @@ mod tests {
             injected.line(Duration::from_millis(12_340)),
             "injected: 120 faults, 9 kills, 2 restarts; quiet 12.3 s after the last fault"
         );
+    }
+
+    #[test]
+    fn counts_what_has_not_settled() {
+        let present: BTreeMap<String, bool> =
+            [("ready", true), ("cutting", false), ("going", true)].iter().map(|(n, r)| (n.to_string(), *r)).collect();
+        let rows: &[(&[&str], &[&str], usize)] = &[
+            (&["ready"], &[], 0),
+            (&["ready", "cutting"], &[], 1),
+            (&["ready", "never-created"], &[], 1),
+            (&["ready"], &["going"], 1),
+            (&["ready"], &["gone"], 0),
+            (&["cutting", "missing"], &["going", "gone"], 3),
+        ];
+        for (survivors, deleted, want) in rows {
+            let survivors = set(survivors);
+            assert_eq!(unsettled(&present, &survivors, &set(deleted)), *want, "{survivors:?} / {deleted:?}");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub enum Phase {
     Provision,
     Change,
     Snapshot,
+    Group,
 }
 
 impl Phase {
@@ -17,6 +18,7 @@ impl Phase {
             "provision" => Some(Phase::Provision),
             "change" | "expand" | "modify" => Some(Phase::Change),
             "snapshot" | "snapshots" => Some(Phase::Snapshot),
+            "group" | "groups" => Some(Phase::Group),
             _ => None,
         }
     }
@@ -38,13 +40,15 @@ pub struct Sizes {
     pub change_share: f64,
     /// `CHAOS_SNAPSHOTS` [40]: VolumeSnapshots created (a quarter of them deleted again).
     pub snapshots: usize,
+    /// `CHAOS_GROUPS` [20]: VolumeGroupSnapshots created, each of 3 to 5 claims (a quarter of them deleted again).
+    pub groups: usize,
     /// `CHAOS_RESTART_APISERVER` [1]: restart kube-apiserver once (0 for a shared cluster, as in `make test`).
     pub restart_apiserver: bool,
     /// `CHAOS_HANG_SECONDS` [8]: how long a hanging call sleeps; the sidecars run with `--timeout=5s`.
     pub hang_for: Duration,
     /// `CHAOS_QUIESCE_SECONDS` [300]: how long the quiet period may take to reach the invariants.
     pub quiesce_timeout: Duration,
-    /// `CHAOS_PHASES` [provision,change,snapshot]: the phases to run, in this order.
+    /// `CHAOS_PHASES` [provision,change,snapshot,group]: the phases to run, in this order.
     pub phases: Vec<Phase>,
 }
 
@@ -57,10 +61,11 @@ impl Default for Sizes {
             min_kills: 4,
             change_share: 0.3,
             snapshots: 40,
+            groups: 20,
             restart_apiserver: true,
             hang_for: Duration::from_secs(8),
             quiesce_timeout: Duration::from_secs(300),
-            phases: vec![Phase::Provision, Phase::Change, Phase::Snapshot],
+            phases: vec![Phase::Provision, Phase::Change, Phase::Snapshot, Phase::Group],
         }
     }
 }
@@ -101,6 +106,9 @@ impl Sizes {
         if let Some(v) = number("CHAOS_SNAPSHOTS")? {
             sizes.snapshots = v as usize;
         }
+        if let Some(v) = number("CHAOS_GROUPS")? {
+            sizes.groups = v as usize;
+        }
         if let Some(v) = number("CHAOS_RESTART_APISERVER")? {
             sizes.restart_apiserver = v != 0.0;
         }
@@ -127,6 +135,21 @@ impl Sizes {
     pub fn runs(&self, phase: Phase) -> bool {
         self.phases.contains(&phase)
     }
+
+    /// How long a phase with replicas lasts: until `min_kills` kills, `kill_every` apart, are done.
+    pub fn kill_window(&self) -> Duration {
+        self.kill_every.mul_f64(self.min_kills.max(1) as f64)
+    }
+}
+
+/// When the replicas of one sidecar are killed within a phase's `window`: every `every`, the first at `every` less
+/// `ahead`. Two sidecars killed in one phase take turns with `ahead` of half a period, so each is killed as often
+/// and never at the same moment as the other.
+pub fn kill_times(every: Duration, window: Duration, ahead: Duration) -> Vec<Duration> {
+    if every.is_zero() {
+        return Vec::new();
+    }
+    (1..).map(|k| (every * k).saturating_sub(ahead)).take_while(|t| *t <= window).collect()
 }
 
 /// Whether item `index` belongs to an evenly spread `share` of a sequence: exactly ⌊n × share⌋ of the first n
@@ -161,12 +184,15 @@ mod tests {
             ("CHAOS_MIN_KILLS", "2", |s| s.min_kills.to_string()),
             ("CHAOS_CHANGE_SHARE", "1", |s| s.change_share.to_string()),
             ("CHAOS_SNAPSHOTS", "8", |s| s.snapshots.to_string()),
+            ("CHAOS_GROUPS", "3", |s| s.groups.to_string()),
             ("CHAOS_RESTART_APISERVER", "0", |s| s.restart_apiserver.to_string()),
             ("CHAOS_HANG_SECONDS", "1.5", |s| format!("{:?}", s.hang_for)),
             ("CHAOS_QUIESCE_SECONDS", "60", |s| format!("{:?}", s.quiesce_timeout)),
             ("CHAOS_PHASES", "snapshot, provision", |s| format!("{:?}", s.phases)),
+            ("CHAOS_PHASES", "groups,change", |s| format!("{:?}", s.phases)),
         ];
-        let want = ["40", "0.5", "7s", "2", "1", "8", "false", "1.5s", "60s", "[Snapshot, Provision]"];
+        let want =
+            ["40", "0.5", "7s", "2", "1", "8", "3", "false", "1.5s", "60s", "[Snapshot, Provision]", "[Group, Change]"];
         for ((name, value, read), want) in rows.iter().zip(want) {
             assert_eq!(read(&sizes(&[(name, value)]).unwrap()), want, "{name}={value}");
         }
@@ -184,6 +210,31 @@ mod tests {
         for (name, value, want) in rows {
             let err = sizes(&[(name, value)]).unwrap_err();
             assert!(err.contains(want), "{name}={value}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_phase_runs_by_default() {
+        let sizes = Sizes::default();
+        for phase in [Phase::Provision, Phase::Change, Phase::Snapshot, Phase::Group] {
+            assert!(sizes.runs(phase), "{phase:?}");
+        }
+        assert_eq!(sizes.kill_window(), Duration::from_secs(80));
+    }
+
+    #[test]
+    fn kills_take_turns() {
+        let s = Duration::from_secs;
+        let rows: &[(Duration, Duration, Duration, &[u64])] = &[
+            (s(20), s(80), s(0), &[20, 40, 60, 80]),
+            (s(20), s(80), s(10), &[10, 30, 50, 70]),
+            (s(10), s(20), s(5), &[5, 15]),
+            (s(20), s(19), s(0), &[]),
+            (s(0), s(80), s(0), &[]),
+        ];
+        for (every, window, ahead, want) in rows {
+            let got: Vec<u64> = kill_times(*every, *window, *ahead).iter().map(Duration::as_secs).collect();
+            assert_eq!(got, *want, "every {every:?} within {window:?}, {ahead:?} ahead");
         }
     }
 

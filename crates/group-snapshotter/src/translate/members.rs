@@ -11,14 +11,15 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use snapshot_api::{
-    VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent,
+    DeletionPolicy, VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent,
     VolumeSnapshotContentSource, VolumeSnapshotContentSpec, VolumeSnapshotContentStatus, VolumeSnapshotInfo,
     VolumeSnapshotSource, VolumeSnapshotSpec, VolumeSnapshotStatus,
 };
 
 use super::names::{
     ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, ANN_GROUP_DELETION_SECRET_NAME,
-    ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VOLUME_GROUP_SNAPSHOT_HANDLE, FINALIZER_VOLUME_SNAPSHOT_IN_GROUP,
+    ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VOLUME_GROUP_SNAPSHOT_HANDLE, FINALIZER_VOLUME_SNAPSHOT_AS_SOURCE,
+    FINALIZER_VOLUME_SNAPSHOT_BOUND, FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND, FINALIZER_VOLUME_SNAPSHOT_IN_GROUP,
     GROUP_SNAPSHOT_API_VERSION, KIND_VOLUME_GROUP_SNAPSHOT, KIND_VOLUME_SNAPSHOT, MEMBER_CONTENT_NAME_PREFIX,
     MEMBER_SNAPSHOT_NAME_PREFIX,
 };
@@ -78,6 +79,18 @@ pub struct Member {
     pub snapshot_status: VolumeSnapshotStatus,
 }
 
+/// A member VolumeSnapshot's finalizers at its creation: in-group, and those snapshot-controller's snapshot loop
+/// adds on its first sync (as-source always, bound-protection with the Delete policy). Added later, that write raced
+/// this controller's own status write on the new member (`make chaos` saw dozens of Conflicts per group phase, each
+/// retried with backoff); the end state is the same.
+fn member_snapshot_finalizers(policy: DeletionPolicy) -> Vec<String> {
+    let mut finalizers = vec![FINALIZER_VOLUME_SNAPSHOT_IN_GROUP, FINALIZER_VOLUME_SNAPSHOT_AS_SOURCE];
+    if policy == DeletionPolicy::Delete {
+        finalizers.push(FINALIZER_VOLUME_SNAPSHOT_BOUND);
+    }
+    finalizers.into_iter().map(String::from).collect()
+}
+
 /// The member for one info entry. `volume` is the entry's PersistentVolume when known ([`volume_for_handle`]): it
 /// gives the snapshot its source claim and the content its volume mode.
 pub fn member(
@@ -119,6 +132,10 @@ pub fn member(
         metadata: ObjectMeta {
             name: Some(member_content_name.clone()),
             annotations: Some(annotations),
+            // Protected from its creation, as a single dynamic content is (upstream adds the finalizer on the
+            // content's first sync): that later write raced csi-snapshotter's status writes on the new member
+            // (`make chaos` saw dozens of Conflicts per group phase, each retried with backoff).
+            finalizers: Some(vec![FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND.into()]),
             ..Default::default()
         },
         spec: VolumeSnapshotContentSpec {
@@ -145,7 +162,7 @@ pub fn member(
                 controller: None,
                 block_owner_deletion: None,
             }]),
-            finalizers: Some(vec![FINALIZER_VOLUME_SNAPSHOT_IN_GROUP.into()]),
+            finalizers: Some(member_snapshot_finalizers(content.spec.deletion_policy)),
             ..Default::default()
         },
         spec: VolumeSnapshotSpec {
@@ -308,6 +325,7 @@ mod tests {
         assert_eq!(content.spec.volume_snapshot_class_name, None);
         assert_eq!(content.spec.source.volume_handle.as_deref(), Some("handle-a"));
         assert_eq!(content.spec.source_volume_mode.as_deref(), Some("Block"));
+        assert_eq!(content.metadata.finalizers, Some(vec![FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND.to_string()]));
         assert_eq!(
             member.content_status,
             VolumeSnapshotContentStatus {
@@ -334,11 +352,23 @@ mod tests {
             ),
             ("groupsnapshot.storage.k8s.io/v1", "VolumeGroupSnapshot", "group", "group-uid", None)
         );
-        assert_eq!(snapshot.metadata.finalizers, Some(vec![FINALIZER_VOLUME_SNAPSHOT_IN_GROUP.to_string()]));
+        let finalizers = [FINALIZER_VOLUME_SNAPSHOT_IN_GROUP, FINALIZER_VOLUME_SNAPSHOT_AS_SOURCE].map(String::from);
+        assert_eq!(snapshot.metadata.finalizers, Some(finalizers.to_vec()), "policy Retain: no bound-protection");
         assert_eq!(snapshot.spec.source.persistent_volume_claim_name.as_deref(), Some("a"));
         assert_eq!(snapshot.spec.volume_snapshot_class_name, None);
         assert_eq!(member.snapshot_status.bound_volume_snapshot_content_name, Some(format!("snapcontent-{hash}")));
         assert_eq!(member.snapshot_status.volume_group_snapshot_name.as_deref(), Some("group"));
+    }
+
+    #[test]
+    fn a_delete_policy_member_is_bound_protected_from_its_creation() {
+        let mut content = group_content(Some("gs-1"), false);
+        content.spec.deletion_policy = DeletionPolicy::Delete;
+        let member = member(&group(None), &content, &info(Some("handle-a"), Some("s-a")), None).unwrap();
+        let want =
+            [FINALIZER_VOLUME_SNAPSHOT_IN_GROUP, FINALIZER_VOLUME_SNAPSHOT_AS_SOURCE, FINALIZER_VOLUME_SNAPSHOT_BOUND];
+        assert_eq!(member.snapshot.metadata.finalizers, Some(want.map(String::from).to_vec()));
+        assert_eq!(member.content.spec.deletion_policy, DeletionPolicy::Delete);
     }
 
     #[test]

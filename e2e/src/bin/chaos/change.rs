@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use csi_sidecars_e2e::Sidecar;
 use csi_sidecars_e2e::chaos::fault_plan::{CHANGE_METHODS, FaultMix};
 use csi_sidecars_e2e::chaos::invariants::{Change, quantity_bytes};
-use csi_sidecars_e2e::chaos::sizes::{Sizes, picked};
+use csi_sidecars_e2e::chaos::sizes::{Sizes, kill_times, picked};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
@@ -85,9 +85,9 @@ pub async fn run(
             changes.entry(name.clone()).or_default().class = Some(classes.gold.clone());
         }
     }
-    let window = sizes.kill_every.mul_f64(sizes.min_kills.max(1) as f64);
+    let window = sizes.kill_window();
     let spacing = window.mul_f64(0.7) / steps.len().max(1) as u32;
-    let kills: Vec<Duration> = (1..).map(|k| sizes.kill_every * k).take_while(|t| *t <= window).collect();
+    let kills = kill_times(sizes.kill_every, window, Duration::ZERO);
     println!(
         "{} change: {} of {} bound claims expanded to {EXPANDED_SIZE}, {} moved {} -> {} (every other one back), {} kills over {:.0} s",
         world.clock(),

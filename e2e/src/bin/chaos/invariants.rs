@@ -6,10 +6,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use csi_sidecars_e2e::binary;
-use csi_sidecars_e2e::chaos::invariants::{Change, ClaimView, Findings, Observation, VolumeView, quantity_bytes};
+use csi_sidecars_e2e::chaos::invariants::{
+    Change, ClaimView, Findings, Observation, SnapshotView, VolumeView, quantity_bytes,
+};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Resource, ResourceExt};
+use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot};
 
 use crate::world::{ProgressEvery, World};
 
@@ -20,8 +23,12 @@ const POLL_EVERY: Duration = Duration::from_secs(2);
 pub struct Expected {
     pub survivors: BTreeSet<String>,
     pub changes: BTreeMap<String, Change>,
-    /// Whether VolumeSnapshotContents exist to be listed (the snapshot CRDs are installed).
+    /// Whether VolumeSnapshotContents and VolumeGroupSnapshotContents exist to be listed (the snapshot CRDs are
+    /// installed).
     pub snapshots: bool,
+    pub surviving_snapshots: BTreeSet<String>,
+    pub surviving_groups: BTreeMap<String, usize>,
+    pub deleted_groups: BTreeSet<String>,
 }
 
 /// Waits for the invariants; returns the last findings and when they first all held (None if they never did).
@@ -50,8 +57,15 @@ pub async fn quiesce(world: &World, expected: &Expected, timeout: Duration) -> (
 }
 
 async fn observe(world: &World, expected: &Expected) -> anyhow::Result<Observation> {
-    let backend_volumes = csictl(world, "list-volumes", "volume_id")?;
-    let backend_snapshots = csictl(world, "list-snapshots", "snapshot_id")?;
+    let backend_volumes = csictl(world, "list-volumes")?.iter().filter_map(|row| field(row, "volume_id")).collect();
+    let snapshot_rows = csictl(world, "list-snapshots")?;
+    let backend_snapshots = snapshot_rows.iter().filter_map(|row| field(row, "snapshot_id")).collect();
+    let mut backend_groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for row in &snapshot_rows {
+        if let (Some(group), Some(snapshot)) = (field(row, "group_snapshot_id"), field(row, "snapshot_id")) {
+            backend_groups.entry(group).or_default().insert(snapshot);
+        }
+    }
     let pvs = Api::<PersistentVolume>::all(world.client.clone()).list(&Default::default()).await?;
     let volumes = pvs
         .items
@@ -84,16 +98,62 @@ async fn observe(world: &World, expected: &Expected) -> anyhow::Result<Observati
             }
         })
         .collect();
-    let snapshot_handles = if expected.snapshots { snapshot_handles(world).await? } else { BTreeSet::new() };
-    Ok(Observation {
+    let mut observation = Observation {
         backend_volumes,
         backend_snapshots,
-        snapshot_handles,
+        backend_groups,
         volumes,
         claims,
         survivors: expected.survivors.clone(),
         changes: expected.changes.clone(),
-    })
+        surviving_snapshots: expected.surviving_snapshots.clone(),
+        surviving_groups: expected.surviving_groups.clone(),
+        deleted_groups: expected.deleted_groups.clone(),
+        ..Observation::default()
+    };
+    if expected.snapshots {
+        observation.snapshot_handles = snapshot_handles(world).await?;
+        observation.group_handles = group_handles(world).await?;
+        let snapshots = Api::<VolumeSnapshot>::namespaced(world.client.clone(), world.ns());
+        observation.snapshots = snapshots.list(&Default::default()).await?.items.iter().map(snapshot_view).collect();
+        let groups = Api::<VolumeGroupSnapshot>::namespaced(world.client.clone(), world.ns());
+        observation.groups = groups.list(&Default::default()).await?.items.iter().map(group_view).collect();
+    }
+    Ok(observation)
+}
+
+fn snapshot_view(snapshot: &VolumeSnapshot) -> SnapshotView {
+    let group_kind = VolumeGroupSnapshot::kind(&());
+    SnapshotView {
+        name: snapshot.name_any(),
+        uid: snapshot.uid().unwrap_or_default(),
+        ready: snapshot.status.as_ref().and_then(|s| s.ready_to_use) == Some(true),
+        group_uid: snapshot.owner_references().iter().find(|o| o.kind == group_kind).map(|o| o.uid.clone()),
+    }
+}
+
+fn group_view(group: &VolumeGroupSnapshot) -> SnapshotView {
+    SnapshotView {
+        name: group.name_any(),
+        uid: group.uid().unwrap_or_default(),
+        ready: group.status.as_ref().and_then(|s| s.ready_to_use) == Some(true),
+        group_uid: None,
+    }
+}
+
+/// The group snapshot handles of the driver's VolumeGroupSnapshotContents (status, or spec for pre-provisioned
+/// ones).
+async fn group_handles(world: &World) -> anyhow::Result<BTreeSet<String>> {
+    let contents = Api::<VolumeGroupSnapshotContent>::all(world.client.clone()).list(&Default::default()).await?;
+    Ok(contents
+        .items
+        .into_iter()
+        .filter(|c| c.spec.driver == world.driver)
+        .filter_map(|c| {
+            let from_spec = c.spec.source.group_snapshot_handles.map(|h| h.volume_group_snapshot_handle);
+            c.status.and_then(|s| s.volume_group_snapshot_handle).or(from_spec)
+        })
+        .collect())
 }
 
 /// The snapshot handles of the driver's VolumeSnapshotContents (status, or spec for pre-provisioned ones).
@@ -113,8 +173,8 @@ async fn snapshot_handles(world: &World) -> anyhow::Result<BTreeSet<String>> {
         .collect())
 }
 
-/// One field of every row csictl lists from the plugin.
-fn csictl(world: &World, verb: &str, field: &str) -> anyhow::Result<BTreeSet<String>> {
+/// Every row csictl lists from the plugin.
+fn csictl(world: &World, verb: &str) -> anyhow::Result<Vec<serde_json::Value>> {
     let output = std::process::Command::new(binary("csictl"))
         .arg(format!("--endpoint=unix://{}", world.socket.display()))
         .args([verb, "-o", "json"])
@@ -124,5 +184,10 @@ fn csictl(world: &World, verb: &str, field: &str) -> anyhow::Result<BTreeSet<Str
         bail!("csictl {verb}: {}", String::from_utf8_lossy(&output.stderr).trim());
     }
     let rows: serde_json::Value = serde_json::from_slice(&output.stdout).context("csictl prints JSON")?;
-    Ok(rows.as_array().into_iter().flatten().filter_map(|row| row[field].as_str().map(str::to_string)).collect())
+    Ok(rows.as_array().cloned().unwrap_or_default())
+}
+
+/// A non-empty string field of a csictl row.
+fn field(row: &serde_json::Value, name: &str) -> Option<String> {
+    row[name].as_str().filter(|v| !v.is_empty()).map(str::to_string)
 }

@@ -7,13 +7,19 @@
 //! 2. change (change.rs): expansions and VolumeAttributesClass moves under ControllerExpandVolume/
 //!    ControllerModifyVolume faults; csi-resizer replicas SIGKILLed in turn;
 //! 3. snapshot (snapshot.rs): VolumeSnapshots created and a quarter deleted under CreateSnapshot/DeleteSnapshot
-//!    faults; csi-snapshotter replicas SIGKILLed in turn;
-//! 4. quiet (invariants.rs): faults off, every process up, the invariants polled until they hold or time runs out.
+//!    faults; csi-snapshotter and snapshot-controller replicas SIGKILLed in turn;
+//! 4. group (group.rs): VolumeGroupSnapshots of labelled groups of claims created and a quarter deleted under
+//!    CreateVolumeGroupSnapshot/DeleteVolumeGroupSnapshot/GetVolumeGroupSnapshot faults; csi-group-snapshotter and
+//!    snapshot-controller replicas SIGKILLed in turn;
+//!
+//!    (3 and 4 then settle, world.rs `settle`: faults still on, no more kills, until their work is done;)
+//! 5. quiet (invariants.rs): faults off, every process up, the invariants polled until they hold or time runs out.
 //!
 //! The last line is `leaked volumes: N, leaked snapshots: N, orphan PVs: N, lost claims: N, lost changes: N`; the
 //! exit code is 0 only when all are 0. Sizes: `CHAOS_*` variables (e2e/src/chaos/sizes.rs).
 
 mod change;
+mod group;
 mod invariants;
 mod provision;
 mod snapshot;
@@ -30,7 +36,9 @@ use kube::Api;
 use kube::api::DeleteParams;
 
 use crate::change::AttributeClasses;
+use crate::group::Grouping;
 use crate::invariants::{Expected, quiesce};
+use crate::snapshot::Snapshotting;
 use crate::world::World;
 
 /// Names shown per broken invariant.
@@ -71,10 +79,22 @@ async fn run() -> anyhow::Result<bool> {
         expected.changes = changes;
         resizers = Some(replicas);
     }
-    let mut snapshotting = None;
-    if sizes.runs(Phase::Snapshot) {
-        snapshotting = Some(snapshot::run(&mut world, &sizes, &mix, &provisioned.survivors).await?);
+    let mut snapshotting: Option<Snapshotting> = None;
+    let mut grouping: Option<Grouping> = None;
+    if sizes.runs(Phase::Snapshot) || sizes.runs(Phase::Group) {
+        let mut sidecars = Snapshotting::start(&mut world, sizes.runs(Phase::Group)).await?;
         expected.snapshots = true;
+        if sizes.runs(Phase::Snapshot) {
+            snapshot::run(&mut world, &sizes, &mix, &provisioned.survivors, &mut sidecars).await?;
+            expected.surviving_snapshots = sidecars.survivors.clone();
+        }
+        if sizes.runs(Phase::Group) {
+            let groups = group::run(&mut world, &sizes, &mix, &provisioned.survivors, &mut sidecars).await?;
+            expected.surviving_groups = groups.survivors.clone();
+            expected.deleted_groups = groups.deleted.clone();
+            grouping = Some(groups);
+        }
+        snapshotting = Some(sidecars);
     }
 
     world.faults_off()?;
@@ -83,7 +103,10 @@ async fn run() -> anyhow::Result<bool> {
         resizers.supervise(&mut world);
     }
     if let Some(snapshotting) = snapshotting.as_mut() {
-        snapshotting.replicas.supervise(&mut world);
+        snapshotting.supervise(&mut world);
+    }
+    if let Some(grouping) = grouping.as_mut() {
+        grouping.replicas.supervise(&mut world);
     }
     println!("{} quiet: faults off, every process up; waiting for the invariants", world.clock());
     let (findings, clean_at) = quiesce(&world, &expected, sizes.quiesce_timeout).await;
@@ -91,14 +114,18 @@ async fn run() -> anyhow::Result<bool> {
     let injected = Injected { faults: world.faults_injected(), kills: world.kills, restarts: world.restarts };
     let exits = provisioned.replicas.exits
         + resizers.as_ref().map_or(0, |r| r.exits)
-        + snapshotting.as_ref().map_or(0, |s| s.replicas.exits);
+        + snapshotting.as_ref().map_or(0, Snapshotting::exits)
+        + grouping.as_ref().map_or(0, |g| g.replicas.exits);
     if exits > 0 {
         println!("chaos: sidecars that exited on their own and were started again: {exits}");
     }
     let tally = findings.tally();
     if !tally.clean() {
         report(&findings);
-        println!("chaos: logs kept in {}", world.keep_logs().display());
+    }
+    println!("chaos: logs kept in {}", world.keep_logs().display());
+    if let Some(grouping) = grouping.as_mut() {
+        grouping.clean_up(&world).await;
     }
     if let Some(snapshotting) = snapshotting.as_mut() {
         snapshotting.clean_up(&world).await;

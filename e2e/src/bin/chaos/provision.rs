@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use csi_sidecars_e2e::Sidecar;
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, PROVISION_METHODS};
-use csi_sidecars_e2e::chaos::sizes::{Sizes, picked};
+use csi_sidecars_e2e::chaos::sizes::{Sizes, kill_times, picked};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 
-use crate::world::{ProgressEvery, Replicas, World, with_retries};
+use crate::world::{Deletions, ProgressEvery, Replicas, World, with_retries};
 
 /// The size every claim starts with.
 pub const CLAIM_SIZE: &str = "1Mi";
@@ -39,13 +39,10 @@ struct Timeline {
 
 impl Timeline {
     fn of(sizes: &Sizes) -> Timeline {
-        let window = sizes
-            .kill_every
-            .mul_f64(sizes.min_kills.max(1) as f64)
-            .max(Duration::from_millis(200) * sizes.claims as u32);
+        let window = sizes.kill_window().max(Duration::from_millis(200) * sizes.claims as u32);
         // Claims are all created in the first 80 % of the window, so deletions and kills still meet work in flight.
         let spacing = window.mul_f64(0.8) / sizes.claims.max(1) as u32;
-        let kills = (1..).map(|k| sizes.kill_every * k).take_while(|t| *t <= window).collect();
+        let kills = kill_times(sizes.kill_every, window, Duration::ZERO);
         Timeline {
             window,
             spacing,
@@ -79,7 +76,7 @@ pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: 
     let (post, delete) = (PostParams::default(), DeleteParams::default());
     let started = Instant::now();
     let mut created = 0;
-    let mut to_delete: BTreeMap<Duration, String> = BTreeMap::new();
+    let mut to_delete = Deletions::default();
     let mut survivors = BTreeSet::new();
     let mut deleted = 0;
     let mut kills = timeline.kills.iter().peekable();
@@ -95,17 +92,13 @@ pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: 
             if picked(created, sizes.delete_share) {
                 // Deleted 0.3 to 3 s after its creation: before, during or just after CreateVolume.
                 let delay = Duration::from_millis(300 + (created as u64 * 733) % 2700);
-                to_delete.insert(now + delay + Duration::from_nanos(created as u64), name);
+                to_delete.after(now, delay, created, name);
             } else {
                 survivors.insert(name);
             }
             created += 1;
         }
-        while let Some(entry) = to_delete.first_entry() {
-            if *entry.key() > started.elapsed() {
-                break;
-            }
-            let name = entry.remove();
+        while let Some(name) = to_delete.next_due(started.elapsed()) {
             with_retries(&format!("delete claim {name}"), &[404], || claims.delete(&name, &delete)).await?;
             deleted += 1;
         }

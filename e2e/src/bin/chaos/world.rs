@@ -2,12 +2,14 @@
 //! the run rewrites, sidecar replicas as ServiceAccounts with upstream's RBAC, and the counts of what was done
 //! to them.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, fault_config, injected_faults};
-use csi_sidecars_e2e::{Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, repo_root};
+use csi_sidecars_e2e::chaos::sizes::{Sizes, kill_times};
+use csi_sidecars_e2e::{Cluster, Process, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, repo_root};
 
 /// Leader election as in e2e/tests/leader_election.rs: short, so a killed leader is replaced within seconds.
 pub const ELECTION: &[&str] = &[
@@ -147,9 +149,11 @@ impl World {
         self.plugin_logs.iter().chain(self.plugin.as_ref()).map(|p| injected_faults(&p.log())).sum()
     }
 
-    /// A new ServiceAccount with upstream's RBAC for `sidecar`; returns its `--kubeconfig` flag.
-    pub async fn identity(&mut self, sidecar: Sidecar) -> String {
-        let identity = SidecarIdentity::create(&self.client, self.ns(), sidecar, self.scenario.dir()).await;
+    /// A new ServiceAccount `account` with upstream's RBAC for `sidecar`; returns its `--kubeconfig` flag.
+    pub async fn identity(&mut self, account: &str, sidecar: Sidecar) -> String {
+        let identity =
+            SidecarIdentity::with_rules(&self.client, self.ns(), account, Rules::of(sidecar), self.scenario.dir())
+                .await;
         let flag = identity.kubeconfig_flag();
         self.identities.push(identity);
         flag
@@ -189,18 +193,34 @@ pub struct Replicas {
 }
 
 impl Replicas {
-    /// Two replicas of the sidecar binary `name`, as a new ServiceAccount with upstream's RBAC for `sidecar`,
-    /// beside the world's plugin, with leader election in the world's namespace and the CSI timeout; then `extra`.
+    /// Two replicas of the sidecar binary `name`, as a new ServiceAccount `name` with upstream's RBAC for
+    /// `sidecar`, beside the world's plugin with the CSI timeout, with leader election in the world's namespace;
+    /// then `extra`.
     pub async fn start(world: &mut World, name: &'static str, sidecar: Sidecar, extra: &[&str]) -> Replicas {
-        let mut args = vec![
-            format!("--csi-address={}", world.socket.display()),
-            world.identity(sidecar).await,
+        let csi = [format!("--csi-address={}", world.socket.display()), CSI_TIMEOUT.to_string()];
+        Self::start_with(world, name, sidecar, &csi, extra).await
+    }
+
+    /// Two replicas of a controller that talks to no driver (snapshot-controller), as [`Replicas::start`].
+    pub async fn start_controller(world: &mut World, name: &'static str, sidecar: Sidecar, extra: &[&str]) -> Replicas {
+        Self::start_with(world, name, sidecar, &[], extra).await
+    }
+
+    async fn start_with(
+        world: &mut World,
+        name: &'static str,
+        sidecar: Sidecar,
+        driver: &[String],
+        extra: &[&str],
+    ) -> Replicas {
+        let mut args = driver.to_vec();
+        args.extend([
+            world.identity(name, sidecar).await,
             "--retry-interval-start=500ms".to_string(),
             "--retry-interval-max=5s".to_string(),
-            CSI_TIMEOUT.to_string(),
             format!("--leader-election-namespace={}", world.ns()),
             sidecar_verbosity(),
-        ];
+        ]);
         args.extend(ELECTION.iter().chain(extra).map(|a| a.to_string()));
         let env = vec![("POD_NAMESPACE".to_string(), world.ns().to_string())];
         let mut replicas = Replicas {
@@ -317,5 +337,106 @@ impl ProgressEvery {
             self.last = Instant::now();
         }
         due
+    }
+}
+
+/// Objects a phase deletes, each at its own time from the phase's start, so that deletions meet work in flight.
+#[derive(Default)]
+pub struct Deletions {
+    /// By due time; the object's index, added in nanoseconds, keeps two equal times apart.
+    due: BTreeMap<Duration, String>,
+}
+
+impl Deletions {
+    /// Deletes `name`, the `index`th object of the phase, `delay` after `now`.
+    pub fn after(&mut self, now: Duration, delay: Duration, index: usize, name: String) {
+        self.due.insert(now + delay + Duration::from_nanos(index as u64), name);
+    }
+
+    /// Deletes `name` 0.2 to 4 s after `now` (spread by `index`): before, during or just after its creation's
+    /// calls to the driver.
+    pub fn soon(&mut self, now: Duration, index: usize, name: String) {
+        self.after(now, Duration::from_millis(200 + (index as u64 * 911) % 3800), index, name);
+    }
+
+    /// The next name due at `now`, if any.
+    pub fn next_due(&mut self, now: Duration) -> Option<String> {
+        let entry = self.due.first_entry()?;
+        (*entry.key() <= now).then(|| entry.remove())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.due.is_empty()
+    }
+}
+
+/// The kills of a phase with two sidecars to kill: each every `CHAOS_KILL_EVERY` s, the second half a period
+/// ahead of the first, so they take turns and each is killed as often.
+pub struct KillTurns {
+    first: VecDeque<Duration>,
+    second: VecDeque<Duration>,
+}
+
+impl KillTurns {
+    pub fn new(sizes: &Sizes, window: Duration) -> KillTurns {
+        KillTurns {
+            first: kill_times(sizes.kill_every, window, Duration::ZERO).into(),
+            second: kill_times(sizes.kill_every, window, sizes.kill_every / 2).into(),
+        }
+    }
+
+    /// How many kills of the first and of the second sidecar are planned.
+    pub fn planned(&self) -> (usize, usize) {
+        (self.first.len(), self.second.len())
+    }
+
+    /// SIGKILLs a replica of the sidecar whose turn has come by `now`.
+    pub fn kill_due(&mut self, now: Duration, world: &mut World, first: &mut Replicas, second: &mut Replicas) {
+        if self.first.front().is_some_and(|t| *t <= now) {
+            self.first.pop_front();
+            first.kill_next(world);
+        }
+        if self.second.front().is_some_and(|t| *t <= now) {
+            self.second.pop_front();
+            second.kill_next(world);
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.first.is_empty() && self.second.is_empty()
+    }
+}
+
+/// After a phase's creations and kills: faults stay on and nothing more is killed until the phase's work is done
+/// (`unsettled` counts nothing left; None while it cannot tell) or `within` runs out, so the work still in flight
+/// meets the faults too rather than the quiet phase. `supervise` starts again what exits meanwhile.
+pub async fn settle<F, Fut>(
+    world: &mut World,
+    phase: &str,
+    within: Duration,
+    mut supervise: impl FnMut(&mut World),
+    mut unsettled: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<usize>>,
+{
+    let started = Instant::now();
+    let mut progress = ProgressEvery::default();
+    loop {
+        supervise(world);
+        let left = unsettled().await;
+        if left == Some(0) {
+            println!("{} {phase}: settled under faults in {:.0} s", world.clock(), started.elapsed().as_secs_f64());
+            return;
+        }
+        let left = left.map_or_else(|| "?".to_string(), |n| n.to_string());
+        if started.elapsed() >= within {
+            println!("{} {phase}: {left} objects still unsettled; on to the next phase", world.clock());
+            return;
+        }
+        if progress.due() {
+            println!("{} {phase}: settling under faults, {left} objects left", world.clock());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

@@ -15,7 +15,7 @@ use crate::progress;
 use crate::sidecar::{Kind, Limits, Side, Start, args, combined_ready};
 
 /// How long after its caches are filled the sidecar's memory is read (the first pass over every object is done).
-const SETTLE: Duration = Duration::from_secs(5);
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// The objects of one round, shared by every sidecar run of the round.
 pub struct IdleWorld {

@@ -65,6 +65,14 @@ impl IdleWorld {
         Ok(name)
     }
 
+    /// Deletes the class [`IdleWorld::provisioning_class`] made (cluster-scoped: the namespace does not take it along).
+    pub async fn remove_provisioning_class(&self, class: &str) {
+        let classes: Api<StorageClass> = Api::all(self.world.base.client.clone());
+        if let Err(err) = classes.delete(class, &DeleteParams::default()).await {
+            progress(&format!("  StorageClass {class} left behind: {err}"));
+        }
+    }
+
     /// One round: `setup` started among the cached objects, `count` claims of `class` provisioned, then deleted.
     pub async fn provision_cached(
         &mut self,

@@ -301,6 +301,7 @@ async fn idle_rounds(config: &Config, runs: &mut Runs) {
             }
         }
     }
+    world.remove_provisioning_class(&class).await;
 }
 
 #[tokio::main]

@@ -272,12 +272,15 @@ mod tests {
         let mut events = layer.background().layer(tower::service_fn(|r: u32| async move { Ok::<_, Infallible>(r) }));
         let mut work = layer.layer(tower::service_fn(|r: u32| async move { Ok::<_, Infallible>(r) }));
         let start = Instant::now();
-        // Events with no work waiting: the first five go at once (the sixth would wait for the bucket to hold six).
+        // Events with no work waiting: the first five go at once, the sixth waits for the bucket to hold six.
         for i in 0..5 {
             events.ready().await.unwrap();
             events.call(i).await.unwrap();
         }
         assert_eq!(start.elapsed(), Duration::ZERO);
+        let sixth = tokio::time::timeout(Duration::from_millis(100), events.ready()).await;
+        assert!(sixth.is_err(), "a sixth event would have taken a token of the reserved half");
+        let start = Instant::now();
         // Work arriving now finds five tokens.
         for i in 0..5 {
             work.ready().await.unwrap();

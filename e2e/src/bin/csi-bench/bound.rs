@@ -179,6 +179,90 @@ pub async fn bound_claims(world: &mut ResizerWorld, set: &ClaimSet) -> anyhow::R
     Ok((0..set.count).map(claim_name).collect())
 }
 
+/// Makes the claims of `set` (no backend volumes: `idle`) as kube-controller-manager leaves them once bound, with its
+/// PV binder paused meanwhile. The binder binds claims one at a time (one claim worker, three writes each): 10,000
+/// pairs took it over two minutes. Written here CREATORS at a time, a pair is four writes (the claim, bound and marked
+/// bind-completed; its status; the PV with the claim's UID; its status), and the binder, once resumed, finds nothing
+/// to do.
+pub async fn bound_claims_directly(world: &mut ResizerWorld, set: &ClaimSet) -> anyhow::Result<()> {
+    anyhow::ensure!(!set.backend, "claims made directly have no backend volumes");
+    let ns = world.ns().to_string();
+    let pairs: Vec<_> =
+        (0..set.count).map(|i| objects(world, set, &claim_name(i), format!("idle-{ns}-{}", claim_name(i)))).collect();
+    let (pvs, claims) = (world.pvs(), world.claims());
+    let paused = PausedBinder::pause()?;
+    let answers: Vec<anyhow::Result<String>> = futures::stream::iter(pairs)
+        .map(|(pv, claim)| write_bound(pvs.clone(), claims.clone(), pv, claim))
+        .buffer_unordered(CREATORS)
+        .collect()
+        .await;
+    drop(paused);
+    let names: Vec<String> = answers.into_iter().collect::<anyhow::Result<_>>()?;
+    world.volumes.extend(names);
+    Ok(())
+}
+
+/// One claim and its PV, written bound; the PV's name.
+async fn write_bound(
+    pvs: Api<PersistentVolume>,
+    claims: Api<PersistentVolumeClaim>,
+    mut pv: PersistentVolume,
+    mut claim: PersistentVolumeClaim,
+) -> anyhow::Result<String> {
+    let params = PostParams::default();
+    let name = claim.metadata.name.clone().unwrap_or_default();
+    claim.metadata.annotations =
+        Some(BTreeMap::from([("pv.kubernetes.io/bind-completed".to_string(), "yes".to_string())]));
+    let stored = claims.create(&params, &claim).await.context("create claim")?;
+    let status = serde_json::json!({"status": {
+        "phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+    }});
+    claims.patch_status(&name, &PatchParams::default(), &Patch::Merge(status)).await.context("claim status")?;
+    let pv_name = pv.metadata.name.clone().unwrap_or_default();
+    if let Some(reference) = pv.spec.as_mut().and_then(|spec| spec.claim_ref.as_mut()) {
+        reference.kind = Some("PersistentVolumeClaim".into());
+        reference.api_version = Some("v1".into());
+        reference.uid = stored.metadata.uid.clone();
+        reference.resource_version = stored.metadata.resource_version.clone();
+    }
+    pvs.create(&params, &pv).await.context("create PV")?;
+    let status = serde_json::json!({"status": {
+        "phase": "Bound", "lastPhaseTransitionTime": crate::snapshot::now(),
+    }});
+    pvs.patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(status)).await.context("PV status")?;
+    Ok(pv_name)
+}
+
+/// kube-controller-manager stopped (SIGSTOP) until dropped (SIGCONT): its watches resume, or it lists again.
+struct PausedBinder {
+    pid: String,
+}
+
+impl PausedBinder {
+    fn pause() -> anyhow::Result<PausedBinder> {
+        let kubeconfig = csi_sidecars_e2e::Cluster::shared().kubeconfig();
+        let file = kubeconfig.with_file_name("pids").join("kube-controller-manager.pid");
+        let pid = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        let binder = PausedBinder { pid: pid.trim().to_string() };
+        binder.signal("-STOP")?;
+        Ok(binder)
+    }
+
+    fn signal(&self, signal: &str) -> anyhow::Result<()> {
+        let status = std::process::Command::new("kill").args([signal, &self.pid]).status().context("running kill")?;
+        anyhow::ensure!(status.success(), "kill {signal} {} failed", self.pid);
+        Ok(())
+    }
+}
+
+impl Drop for PausedBinder {
+    fn drop(&mut self) {
+        if let Err(err) = self.signal("-CONT") {
+            crate::progress(&format!("kube-controller-manager could not be resumed: {err:#}"));
+        }
+    }
+}
+
 /// The user's edit of every claim (`patch`, a merge patch of the claim), CREATORS at a time; when each was answered.
 pub async fn edit_claims(
     claims: &Api<PersistentVolumeClaim>,

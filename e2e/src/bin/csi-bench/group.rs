@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::Context;
 use csi_sidecars_e2e::bench::Run;
 use csi_sidecars_e2e::group_world::GATE;
+use csi_sidecars_e2e::resizer_world::ResizerWorld;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -20,10 +21,10 @@ use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSna
 use crate::bound::{ClaimSet, GROUP_LABEL};
 use crate::limiter::bare_client;
 use crate::measure::{Measure, latencies};
-use crate::progress;
 use crate::sidecar::{Kind, Limits, Side};
-use crate::snapshot::{Pair, now, remove_all, snapshot_world};
+use crate::snapshot::{Identities, Pair, Round, now, remove_all, snapshot_world};
 use crate::tracker::{Tracker, create_all, timeout_for};
+use crate::{Step, progress};
 
 /// Groups of one round, and members per group.
 #[derive(Debug, Clone, Copy)]
@@ -83,18 +84,41 @@ async fn create_groups(
     create_all(api, objects).await
 }
 
-/// One round of `group` for `side` at `limits`.
-pub async fn group(side: Side, limits: &Limits, shape: Shape) -> anyhow::Result<Run> {
-    let (mut world, class) = group_world("bench-group", shape).await?;
+/// One round of `group_ceiling` and `group` for both `sides` at `limits`, in one world (see [`Round`]).
+pub async fn round(limits: &Limits, shape: Shape, sides: [Side; 2], step: Step) -> Round {
+    let (mut world, class) = match group_world("bench-group", shape).await {
+        Ok(made) => made,
+        Err(err) => return Round::failed(&err, sides),
+    };
     progress(&format!("  {} Bound claims ready", shape.groups * shape.members));
-    let pair = Pair::start(&mut world, side, limits, &[GATE]).await?;
+    let identities = Identities::create(&world).await;
+    step.announce("ceiling");
+    let ceiling = ceiling(&world, &class, limits, shape).await;
+    let mut runs = Vec::new();
+    for side in sides {
+        step.announce(side.name());
+        runs.push((side, group(&mut world, &identities, &class, side, limits, shape).await));
+    }
+    Round { ceiling, sides: runs }
+}
+
+/// `group` for `side`: every group at once, until each is ready.
+async fn group(
+    world: &mut ResizerWorld,
+    identities: &Identities,
+    class: &str,
+    side: Side,
+    limits: &Limits,
+    shape: Shape,
+) -> anyhow::Result<Run> {
+    let pair = Pair::start(world, identities, side, limits, &[GATE]).await?;
     let ns = world.ns().to_string();
     let api: Api<VolumeGroupSnapshot> = Api::namespaced(world.client.clone(), &ns);
     let done = Tracker::start(api.clone(), &ns, ready).await;
     let measure = Measure::before(pair.watched()).await?;
 
     let t0 = Instant::now();
-    let created = create_groups(&api, shape.groups, &class).await?;
+    let created = create_groups(&api, shape.groups, class).await?;
     let asked: HashMap<String, Instant> = created.into_iter().map(|(g, at)| (g.name_any(), at)).collect();
     let last = done.all_done(shape.groups, "groups ready", timeout_for(shape.groups * shape.members)).await?;
     let seconds = last.duration_since(t0).as_secs_f64();
@@ -190,13 +214,12 @@ impl Writes {
     }
 }
 
-/// One round of `group_ceiling` at `limits`: the groups exist (no sidecar runs); the bare client makes each ready.
-pub async fn ceiling(limits: &Limits, shape: Shape) -> anyhow::Result<Run> {
-    let (world, class) = group_world("bench-group-ceiling", shape).await?;
+/// `group_ceiling` at `limits`: no sidecar runs; the groups are created, and the bare client makes each ready.
+async fn ceiling(world: &ResizerWorld, class: &str, limits: &Limits, shape: Shape) -> anyhow::Result<Run> {
     let ns = world.ns().to_string();
     let groups: Api<VolumeGroupSnapshot> = Api::namespaced(world.client.clone(), &ns);
     let created: Vec<VolumeGroupSnapshot> =
-        create_groups(&groups, shape.groups, &class).await?.into_iter().map(|(g, _)| g).collect();
+        create_groups(&groups, shape.groups, class).await?.into_iter().map(|(g, _)| g).collect();
     let writes = Writes {
         groups,
         group_contents: Api::all(world.client.clone()),
@@ -204,7 +227,7 @@ pub async fn ceiling(limits: &Limits, shape: Shape) -> anyhow::Result<Run> {
         contents: Api::all(world.client.clone()),
         namespace: ns.clone(),
         driver: world.driver.clone(),
-        class,
+        class: class.to_string(),
         members: shape.members,
     };
     let writes = &writes;

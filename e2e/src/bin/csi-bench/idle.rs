@@ -31,7 +31,7 @@ impl IdleWorld {
         let mut world = crate::bound::world("bench-idle").await;
         let started = Instant::now();
         let set = crate::bound::ClaimSet { count: objects, ..Default::default() };
-        crate::bound::bound_claims(&mut world, &set).await?;
+        crate::bound::bound_claims_directly(&mut world, &set).await?;
         progress(&format!("  {objects} Bound claims and PVs made in {:.1} s", started.elapsed().as_secs_f64()));
         let provisioner =
             SidecarIdentity::create(&world.client, world.ns(), Sidecar::Provisioner, world.scenario.dir()).await;

@@ -161,8 +161,29 @@ struct Comparison<'a> {
     ceiling: &'static str,
     /// The round's size in words, for the progress lines.
     size: String,
-    run_ceiling: Box<dyn Fn() -> RoundFuture<'a> + 'a>,
-    run_side: Box<dyn Fn(Side) -> RoundFuture<'a> + 'a>,
+    how: How<'a>,
+}
+
+/// How a round's ceiling and sides run.
+enum How<'a> {
+    /// A world each: one after another, or at once when the client limiter bounds every side.
+    Apart { ceiling: Box<dyn Fn() -> RoundFuture<'a> + 'a>, side: Box<dyn Fn(Side) -> RoundFuture<'a> + 'a> },
+    /// One after another in one world ([`snapshot::Round`]): snapshot-controller acts on every world's objects.
+    OneWorld(Box<dyn Fn([Side; 2], Step) -> OneWorldFuture<'a> + 'a>),
+}
+
+type OneWorldFuture<'a> = Pin<Box<dyn Future<Output = snapshot::Round> + 'a>>;
+
+/// Announces the steps of one round at one limit setting: `<scenario> round r/R: <who>, <size> at <limits> limits`.
+pub struct Step {
+    head: String,
+    tail: String,
+}
+
+impl Step {
+    pub fn announce(&self, who: &str) {
+        progress(&format!("{}: {who}, {}", self.head, self.tail));
+    }
 }
 
 impl<'a> Comparison<'a> {
@@ -173,8 +194,10 @@ impl<'a> Comparison<'a> {
                 Comparison {
                     ceiling: "ceiling",
                     size: format!("{n} claims"),
-                    run_ceiling: Box::new(move || Box::pin(provision::ceiling(limits, n))),
-                    run_side: Box::new(move |side| Box::pin(provision::provision(side, limits, n))),
+                    how: How::Apart {
+                        ceiling: Box::new(move || Box::pin(provision::ceiling(limits, n))),
+                        side: Box::new(move |side| Box::pin(provision::provision(side, limits, n))),
+                    },
                 }
             }
             "expand" => {
@@ -182,8 +205,10 @@ impl<'a> Comparison<'a> {
                 Comparison {
                     ceiling: "expand_ceiling",
                     size: format!("{n} expansions"),
-                    run_ceiling: Box::new(move || Box::pin(expand::ceiling(limits, n))),
-                    run_side: Box::new(move |side| Box::pin(expand::expand(side, limits, n))),
+                    how: How::Apart {
+                        ceiling: Box::new(move || Box::pin(expand::ceiling(limits, n))),
+                        side: Box::new(move |side| Box::pin(expand::expand(side, limits, n))),
+                    },
                 }
             }
             "modify" => {
@@ -191,8 +216,10 @@ impl<'a> Comparison<'a> {
                 Comparison {
                     ceiling: "modify_ceiling",
                     size: format!("{n} modifications"),
-                    run_ceiling: Box::new(move || Box::pin(modify::ceiling(limits, n))),
-                    run_side: Box::new(move |side| Box::pin(modify::modify(side, limits, n))),
+                    how: How::Apart {
+                        ceiling: Box::new(move || Box::pin(modify::ceiling(limits, n))),
+                        side: Box::new(move |side| Box::pin(modify::modify(side, limits, n))),
+                    },
                 }
             }
             "snapshot" => {
@@ -200,8 +227,7 @@ impl<'a> Comparison<'a> {
                 Comparison {
                     ceiling: "snapshot_ceiling",
                     size: format!("{n} snapshots"),
-                    run_ceiling: Box::new(move || Box::pin(snapshot::ceiling(limits, n))),
-                    run_side: Box::new(move |side| Box::pin(snapshot::snapshot(side, limits, n))),
+                    how: How::OneWorld(Box::new(move |sides, step| Box::pin(snapshot::round(limits, n, sides, step)))),
                 }
             }
             "group" => {
@@ -209,8 +235,7 @@ impl<'a> Comparison<'a> {
                 Comparison {
                     ceiling: "group_ceiling",
                     size: format!("{} groups of {}", shape.groups, shape.members),
-                    run_ceiling: Box::new(move || Box::pin(group::ceiling(limits, shape))),
-                    run_side: Box::new(move |side| Box::pin(group::group(side, limits, shape))),
+                    how: How::OneWorld(Box::new(move |sides, step| Box::pin(group::round(limits, shape, sides, step)))),
                 }
             }
             _ => return None,
@@ -229,30 +254,37 @@ async fn scenario(name: &str, config: &Config, runs: &mut Runs) {
             let Some(comparison) = Comparison::of(name, config, limits) else {
                 return progress(&format!("unknown scenario {name:?} (known: {KNOWN})"));
             };
-            let step = |who: &str| {
-                let (rounds, size, limits) = (config.rounds, &comparison.size, limits.name);
-                progress(&format!("{name} round {round}/{rounds}: {who}, {size} at {limits} limits"))
+            let step = Step {
+                head: format!("{name} round {round}/{}", config.rounds),
+                tail: format!("{} at {} limits", comparison.size, limits.name),
+            };
+            let (run_ceiling, run_side) = match &comparison.how {
+                How::Apart { ceiling, side } => (ceiling, side),
+                How::OneWorld(one_world) => {
+                    let round = one_world(sides(round), step).await;
+                    runs.record(comparison.ceiling, BARE, limits, round.ceiling);
+                    for (side, run) in round.sides {
+                        runs.record(name, side.name(), limits, run);
+                    }
+                    continue;
+                }
             };
             if limits.limiter_bound() {
                 // A few requests per second each: the three worlds do not compete for the machine, so they run at
                 // the same time (on one control plane, under the same load) rather than one after the other.
-                step("ceiling, ours and upstream at once");
+                step.announce("ceiling, ours and upstream at once");
                 let [first, second] = sides(round);
-                let (ceiling, first_run, second_run) = futures::join!(
-                    (comparison.run_ceiling)(),
-                    (comparison.run_side)(first),
-                    (comparison.run_side)(second)
-                );
+                let (ceiling, first_run, second_run) = futures::join!(run_ceiling(), run_side(first), run_side(second));
                 runs.record(comparison.ceiling, BARE, limits, ceiling);
                 runs.record(name, first.name(), limits, first_run);
                 runs.record(name, second.name(), limits, second_run);
                 continue;
             }
-            step("ceiling");
-            runs.record(comparison.ceiling, BARE, limits, (comparison.run_ceiling)().await);
+            step.announce("ceiling");
+            runs.record(comparison.ceiling, BARE, limits, run_ceiling().await);
             for side in sides(round) {
-                step(side.name());
-                runs.record(name, side.name(), limits, (comparison.run_side)(side).await);
+                step.announce(side.name());
+                runs.record(name, side.name(), limits, run_side(side).await);
             }
         }
     }

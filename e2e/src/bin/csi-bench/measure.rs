@@ -29,11 +29,10 @@ pub struct Measure<'a> {
 impl<'a> Measure<'a> {
     /// Waits until every process has been quiet (start-up requests done), then samples them.
     pub async fn before(sidecars: Vec<Watched<'a>>) -> anyhow::Result<Measure<'a>> {
-        let mut requests_before = Vec::new();
+        // The processes of a side are waited for together: each wait lasts at least the quiet window.
+        let quiet = sidecars.iter().map(|sidecar| sidecar::quiet(&sidecar.username, Duration::from_secs(10)));
+        let requests_before = futures::future::join_all(quiet).await;
         let mut cpu_before = Vec::new();
-        for sidecar in &sidecars {
-            requests_before.push(sidecar::quiet(&sidecar.username, Duration::from_secs(10)).await);
-        }
         for sidecar in &sidecars {
             let name = sidecar.process.name();
             cpu_before.push(ProcSample::of(sidecar.process.pid()).with_context(|| format!("{name} gone before"))?);
@@ -47,8 +46,10 @@ impl<'a> Measure<'a> {
         let mut requests = BTreeMap::new();
         let mut cpu_ms = 0.0;
         let mut peak_rss_kib = 0;
-        for ((sidecar, before), cpu_before) in self.sidecars.iter().zip(&self.requests_before).zip(&self.cpu_before) {
-            let after = sidecar::quiet(&sidecar.username, Duration::from_secs(60)).await;
+        let quiet = self.sidecars.iter().map(|sidecar| sidecar::quiet(&sidecar.username, Duration::from_secs(60)));
+        let requests_after = futures::future::join_all(quiet).await;
+        let each = self.sidecars.iter().zip(&self.requests_before).zip(&self.cpu_before).zip(requests_after);
+        for (((sidecar, before), cpu_before), after) in each {
             let name = sidecar.process.name();
             let sample = ProcSample::of(sidecar.process.pid()).with_context(|| format!("{name} gone after"))?;
             cpu_ms += sample.cpu_ms_since(cpu_before, crate::ticks());

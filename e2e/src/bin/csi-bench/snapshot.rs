@@ -22,9 +22,9 @@ use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
 use crate::bound::{ClaimSet, bound_claims};
 use crate::limiter::bare_client;
 use crate::measure::{Measure, Watched, latencies};
-use crate::progress;
 use crate::sidecar::{Kind, Limits, Side, Start};
 use crate::tracker::{CREATORS, Tracker, create_all, timeout_for};
+use crate::{Step, progress};
 
 /// A world of Bound claims for snapshots, with the snapshot CRDs and a Delete VolumeSnapshotClass of its driver.
 pub async fn snapshot_world(prefix: &str, set: &ClaimSet) -> anyhow::Result<(ResizerWorld, Vec<String>)> {
@@ -42,40 +42,89 @@ pub async fn snapshot_world(prefix: &str, set: &ClaimSet) -> anyhow::Result<(Res
     Ok((world, names))
 }
 
-/// One side's snapshot-controller and csi-snapshotter, each as its ServiceAccount with upstream's rules. The
-/// processes come first so that they stop before the identities' bindings go.
+/// The ServiceAccounts of a side's snapshot-controller and csi-snapshotter in a world, with upstream's rules: made
+/// once per world, and each side of a round runs as them in turn (requests are told apart by time, the sides never
+/// running at once).
+pub struct Identities([SidecarIdentity; 2]);
+
+impl Identities {
+    pub async fn create(world: &DriverWorld) -> Identities {
+        let identity =
+            |kind: Kind| SidecarIdentity::create(&world.client, world.ns(), kind.account(), world.scenario.dir());
+        Identities([identity(Kind::SnapshotController).await, identity(Kind::Snapshotter).await])
+    }
+}
+
+/// One side's snapshot-controller and csi-snapshotter, each as its ServiceAccount.
 pub struct Pair {
     pub controller: Process,
     pub snapshotter: Process,
-    identities: [SidecarIdentity; 2],
+    usernames: [String; 2],
 }
 
 impl Pair {
     /// Starts both for `side` with `extra` flags (feature gates) and waits until their caches are filled.
-    pub async fn start(world: &mut DriverWorld, side: Side, limits: &Limits, extra: &[&str]) -> anyhow::Result<Pair> {
-        let mut identities = Vec::new();
-        for kind in [Kind::SnapshotController, Kind::Snapshotter] {
-            identities
-                .push(SidecarIdentity::create(&world.client, world.ns(), kind.account(), world.scenario.dir()).await);
-        }
+    pub async fn start(
+        world: &mut DriverWorld,
+        identities: &Identities,
+        side: Side,
+        limits: &Limits,
+        extra: &[&str],
+    ) -> anyhow::Result<Pair> {
         let mut processes = Vec::new();
-        for (kind, identity) in [Kind::SnapshotController, Kind::Snapshotter].into_iter().zip(&identities) {
+        for (kind, identity) in [Kind::SnapshotController, Kind::Snapshotter].into_iter().zip(&identities.0) {
             let start = Start { socket: &world.socket, identity, namespace: world.ns.name(), extra };
             let name = format!("{}-{}", side.name(), kind.binary_name());
             processes.push(start.run(&mut world.scenario, &name, side, kind, limits).await?.0);
         }
         let snapshotter = processes.pop().context("csi-snapshotter")?;
         let controller = processes.pop().context("snapshot-controller")?;
-        let identities: [SidecarIdentity; 2] = identities.try_into().ok().context("two identities")?;
-        Ok(Pair { controller, snapshotter, identities })
+        let usernames = identities.0.each_ref().map(|identity| identity.username().to_string());
+        Ok(Pair { controller, snapshotter, usernames })
     }
 
     pub fn watched(&self) -> Vec<Watched<'_>> {
         vec![
-            Watched { process: &self.controller, username: self.identities[0].username().to_string() },
-            Watched { process: &self.snapshotter, username: self.identities[1].username().to_string() },
+            Watched { process: &self.controller, username: self.usernames[0].clone() },
+            Watched { process: &self.snapshotter, username: self.usernames[1].clone() },
         ]
     }
+}
+
+/// A round of a scenario whose snapshot-controller acts on every VolumeSnapshot and group in the cluster, whatever
+/// its driver: run at once, ours and upstream's each worked on the other's objects and on the ceiling's (a third of
+/// their writes in a round). So the ceiling and the sides run one after another, in one world whose claims are made
+/// once, and the round's objects are removed between them.
+pub struct Round {
+    pub ceiling: anyhow::Result<Run>,
+    pub sides: Vec<(Side, anyhow::Result<Run>)>,
+}
+
+impl Round {
+    /// Every run of the round failed with `err` (the world could not be made).
+    pub fn failed(err: &anyhow::Error, sides: [Side; 2]) -> Round {
+        let failure = || Err(anyhow::anyhow!("{err:#}"));
+        Round { ceiling: failure(), sides: sides.into_iter().map(|side| (side, failure())).collect() }
+    }
+}
+
+/// One round of `snapshot_ceiling` and `snapshot` for both `sides` at `limits`, in one world (see [`Round`]).
+pub async fn round(limits: &Limits, count: usize, sides: [Side; 2], step: Step) -> Round {
+    let set = ClaimSet { count, backend: true, ..Default::default() };
+    let (mut world, names) = match snapshot_world("bench-snapshot", &set).await {
+        Ok(made) => made,
+        Err(err) => return Round::failed(&err, sides),
+    };
+    progress(&format!("  {count} Bound claims ready"));
+    let identities = Identities::create(&world).await;
+    step.announce("ceiling");
+    let ceiling = ceiling(&world, limits, &names).await;
+    let mut runs = Vec::new();
+    for side in sides {
+        step.announce(side.name());
+        runs.push((side, snapshot(&mut world, &identities, side, limits, &names).await));
+    }
+    Round { ceiling, sides: runs }
 }
 
 fn ready(snapshot: &VolumeSnapshot, _namespace: &str) -> Option<(String, bool)> {
@@ -102,19 +151,23 @@ async fn create_snapshots(
     create_all(api, snapshots).await
 }
 
-/// One round of `snapshot` for `side` at `limits`.
-pub async fn snapshot(side: Side, limits: &Limits, count: usize) -> anyhow::Result<Run> {
-    let set = ClaimSet { count, backend: true, ..Default::default() };
-    let (mut world, names) = snapshot_world("bench-snapshot", &set).await?;
-    progress(&format!("  {count} Bound claims ready"));
-    let pair = Pair::start(&mut world, side, limits, &[]).await?;
+/// `snapshot` for `side`: a snapshot of each claim of `names` at once, until every one is ready.
+async fn snapshot(
+    world: &mut ResizerWorld,
+    identities: &Identities,
+    side: Side,
+    limits: &Limits,
+    names: &[String],
+) -> anyhow::Result<Run> {
+    let count = names.len();
+    let pair = Pair::start(world, identities, side, limits, &[]).await?;
     let ns = world.ns().to_string();
     let api: Api<VolumeSnapshot> = Api::namespaced(world.client.clone(), &ns);
     let done = Tracker::start(api.clone(), &ns, ready).await;
     let measure = Measure::before(pair.watched()).await?;
 
     let t0 = Instant::now();
-    let created = create_snapshots(&api, names, &ns).await?;
+    let created = create_snapshots(&api, names.to_vec(), &ns).await?;
     let asked = created.into_iter().map(|(s, at)| (s.name_any(), at)).collect();
     let last = done.all_done(count, "snapshots ready", timeout_for(count)).await?;
     let seconds = last.duration_since(t0).as_secs_f64();
@@ -125,15 +178,14 @@ pub async fn snapshot(side: Side, limits: &Limits, count: usize) -> anyhow::Resu
     run
 }
 
-/// One round of `snapshot_ceiling` at `limits`: the snapshots exist (no sidecar runs); the bare client makes each
-/// ready.
-pub async fn ceiling(limits: &Limits, count: usize) -> anyhow::Result<Run> {
-    let set = ClaimSet { count, backend: true, ..Default::default() };
-    let (world, names) = snapshot_world("bench-snapshot-ceiling", &set).await?;
+/// `snapshot_ceiling` at `limits`: no sidecar runs; a snapshot of each claim of `names` is created, and the bare
+/// client makes each ready.
+async fn ceiling(world: &ResizerWorld, limits: &Limits, names: &[String]) -> anyhow::Result<Run> {
+    let count = names.len();
     let ns = world.ns().to_string();
     let api: Api<VolumeSnapshot> = Api::namespaced(world.client.clone(), &ns);
     let snapshots: Vec<VolumeSnapshot> =
-        create_snapshots(&api, names, &ns).await?.into_iter().map(|(s, _)| s).collect();
+        create_snapshots(&api, names.to_vec(), &ns).await?.into_iter().map(|(s, _)| s).collect();
     let contents: Api<VolumeSnapshotContent> = Api::all(world.client.clone());
     let (driver, class) = (world.driver.clone(), ns.clone());
     let run = bare_client(snapshots, limits, limits.concurrency(Kind::Snapshotter), |snapshot, limiter| {
@@ -183,8 +235,9 @@ pub fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
 }
 
-/// Removes what a round left with its sidecars stopped: the finalizers of its snapshot objects, then the objects
-/// (contents are cluster-scoped and every later snapshot-controller would cache them). Best effort.
+/// Removes what a run left with its sidecars stopped: the finalizers of its snapshot objects, then the objects
+/// (contents are cluster-scoped and every later snapshot-controller would cache them), and waits until they are gone:
+/// the next run in the same world makes objects of the same names. Best effort.
 pub async fn remove_all(client: &kube::Client, namespace: &str) {
     let started = Instant::now();
     remove::<VolumeSnapshot>(Api::namespaced(client.clone(), namespace), |_| true).await;
@@ -206,7 +259,7 @@ async fn remove_groups(client: &kube::Client, namespace: &str) {
 
 async fn remove<K>(api: Api<K>, ours: impl Fn(&K) -> bool)
 where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let Ok(list) = api.list(&ListParams::default()).await else { return };
     let names: Vec<String> = list.items.iter().filter(|o| ours(o)).map(|o| o.name_any()).collect();
@@ -220,4 +273,12 @@ where
             }
         })
         .await;
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    while Instant::now() < deadline {
+        match api.list(&ListParams::default()).await {
+            Ok(list) if list.items.iter().any(&ours) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+            _ => return,
+        }
+    }
+    progress(&format!("  {} objects still there 30 s after their removal", K::kind(&())));
 }

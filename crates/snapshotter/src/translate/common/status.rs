@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use sidecar_runtime::events::PlannedEvent;
-use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent, VolumeSnapshotStatus};
+use snapshot_api::{SnapshotError, VolumeSnapshot, VolumeSnapshotContent, VolumeSnapshotStatus};
 
 use super::names::{is_created, is_ready, snapshot_key};
 use super::patch::SnapshotStatusWrite;
@@ -84,14 +84,20 @@ pub fn snapshot_status(
 
 /// Item 6, content side: whether the content's status says something the snapshot's does not yet, so the content
 /// sync enqueues the snapshot.
+///
+/// Unlike upstream, an error on the content that the snapshot does not show yet counts too. Upstream looks at the
+/// bound name, creation time, readiness and size only, so a csi-snapshotter error written after the snapshot's last
+/// sync (a missing Secret, a failed CreateSnapshot) reached the snapshot at its next resync, up to 15 minutes later.
 pub fn snapshot_needs_status(snapshot: &VolumeSnapshot, content: &VolumeSnapshotContent) -> bool {
     let Some(from) = content.status.as_ref() else { return false };
     let Some(current) = snapshot.status.as_ref() else { return true };
+    let message = |error: &Option<SnapshotError>| error.as_ref().and_then(|e| e.message.clone());
     current.bound_volume_snapshot_content_name.is_none()
         || (current.creation_time.is_none() && from.creation_time.is_some())
         || (from.ready_to_use.is_some() && current.ready_to_use != from.ready_to_use)
         || (current.restore_size.is_none() && from.restore_size.is_some())
         || (current.restore_size.as_ref().is_some_and(is_zero) && from.restore_size.is_some_and(|s| s > 0))
+        || (from.error.is_some() && message(&from.error) != message(&current.error))
 }
 
 /// `time.Unix(0, ns)`: the content's creation time in nanoseconds as a `metav1.Time`.

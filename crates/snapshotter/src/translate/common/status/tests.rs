@@ -194,7 +194,26 @@ fn when_the_content_sync_enqueues_the_snapshot() {
             true,
         ),
     ];
-    for (rule, vs, status, want) in table {
+    let unready = VolumeSnapshotStatus {
+        bound_volume_snapshot_content_name: Some("c".into()),
+        ready_to_use: Some(false),
+        ..Default::default()
+    };
+    let failing = |message: &str| {
+        Some(VolumeSnapshotContentStatus {
+            ready_to_use: Some(false),
+            error: Some(error(message, Some(1))),
+            ..Default::default()
+        })
+    };
+    let failed_already = VolumeSnapshotStatus { error: Some(error("no secret", None)), ..unready.clone() };
+    let errors = [
+        ("6: an error the snapshot does not show", with(unready.clone()), failing("no secret"), true),
+        ("6: the error the snapshot shows", with(failed_already.clone()), failing("no secret"), false),
+        ("6: another error", with(failed_already), failing("timed out"), true),
+        ("6: no error on either", with(unready), Some(VolumeSnapshotContentStatus::default()), false),
+    ];
+    for (rule, vs, status, want) in table.into_iter().chain(errors) {
         assert_eq!(snapshot_needs_status(&vs, &content(status)), want, "{rule}");
     }
 }

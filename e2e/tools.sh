@@ -10,7 +10,7 @@
 #
 # Names: etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm
 #        upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
-#        (upstream's Go sidecars, built only for `make bench`: `build` alone builds them too)
+#        (upstream's Go sidecars, only for `make bench`: `build` without names leaves them out; name them)
 #
 # Cache: ${CSI_SIDECARS_CACHE:-$HOME/.cache/csi-sidecars}/bin/<module>-<hash>/NAME, where <hash> covers the
 # wrapper module's go.mod, go.sum, the Go version and the build flags, so a fresh clone on the same machine

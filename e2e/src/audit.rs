@@ -53,12 +53,22 @@ struct Status {
 
 /// Every request `username` made so far, in order.
 pub fn requests_of(username: &str) -> Vec<Request> {
+    with_requests_of(username, <[Request]>::to_vec)
+}
+
+/// How many requests `username` made so far: what a wait for quiet polls, without copying them.
+pub fn request_count_of(username: &str) -> usize {
+    with_requests_of(username, <[Request]>::len)
+}
+
+/// `read` applied to the requests of `username` in the log as written so far.
+fn with_requests_of<T>(username: &str, read: impl FnOnce(&[Request]) -> T) -> T {
     let path = Cluster::shared().kubeconfig().with_file_name("logs").join("audit.log");
     static LOG: Mutex<Option<AuditLog>> = Mutex::new(None);
     let mut log = LOG.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let log = log.get_or_insert_with(AuditLog::default);
     log.catch_up(&path);
-    log.by_user.get(username).cloned().unwrap_or_default()
+    read(log.by_user.get(username).map(Vec::as_slice).unwrap_or_default())
 }
 
 /// The audit log as read so far. The bench asks for a sidecar's requests every 250 ms while it waits for quiet, and

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use csi_sidecars_e2e::audit::{Request, requests_of, work_requests};
+use csi_sidecars_e2e::audit::{Request, request_count_of, requests_of, work_requests};
 use csi_sidecars_e2e::eventually;
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld, TIMEOUT};
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
@@ -64,7 +64,7 @@ async fn provisioning_and_deletion_requests_per_claim() {
     let lists: Vec<String> = requests_of(&user).into_iter().filter(|r| r.verb == "list").map(|r| r.resource).collect();
     assert!(lists.is_empty(), "the provisioner listed {lists:?}");
 
-    let before = requests_of(&user).len();
+    let before = request_count_of(&user);
     for i in 0..PROVISIONING_CLAIMS {
         world.claim(&format!("data-{i}"), &class, None, "ReadWriteOnce").await;
     }
@@ -94,7 +94,7 @@ async fn provisioning_and_deletion_requests_per_claim() {
         println!("  {}", line.split_once("journal written").map_or(line, |(_, rest)| rest).trim());
     }
 
-    let before = requests_of(&user).len();
+    let before = request_count_of(&user);
     world.claims().delete_collection(&DeleteParams::default(), &ListParams::default()).await.unwrap();
     let volumes = world.volumes();
     let ns = world.ns().to_string();
@@ -122,7 +122,7 @@ async fn expansion_requests_per_claim() {
     }
     quiet(&user).await;
 
-    let before = requests_of(&user).len();
+    let before = request_count_of(&user);
     let grow = json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}});
     for i in 0..CLAIMS {
         world.claims().patch(&format!("data-{i}"), &PatchParams::default(), &Patch::Merge(&grow)).await.unwrap();

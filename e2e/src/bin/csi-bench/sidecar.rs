@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use csi_sidecars_e2e::audit::requests_of;
+use csi_sidecars_e2e::audit::request_count_of;
 use csi_sidecars_e2e::driver_world::DriverWorld;
 use csi_sidecars_e2e::{Process, Scenario, SidecarIdentity, binary, repo_root};
 
@@ -199,7 +199,7 @@ pub async fn quiet(username: &str, timeout: Duration) -> usize {
     let mut last = usize::MAX;
     let mut since = Instant::now();
     loop {
-        let now = requests_of(username).len();
+        let now = request_count_of(username);
         if now != last {
             last = now;
             since = Instant::now();

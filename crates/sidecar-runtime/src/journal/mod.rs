@@ -101,11 +101,11 @@ impl Journal {
         answer.await.unwrap_or_else(|_| Err(Refused::Unavailable("the journal writer has stopped".into())))
     }
 
-    /// Forgets `key`; the Lease loses it with a later write.
+    /// Forgets `key`; the Lease loses it with a later write. Sent even when the view lacks the key (the Lease not
+    /// read yet): a removal of an absent entry writes nothing.
     pub fn remove(&self, key: &str) {
-        if self.view().remove(key).is_some() {
-            let _ = self.sender.send(Message::Remove { key: key.to_string() });
-        }
+        self.view().remove(key);
+        let _ = self.sender.send(Message::Remove { key: key.to_string() });
     }
 
     /// The entry under `key`, if the journal holds one.
@@ -175,13 +175,13 @@ impl Writer {
             };
             if let Some(message) = message {
                 last_message = Instant::now();
-                take(message, &mut changes, &mut waiting, &mut oldest_removal);
+                take(&self.journal, message, &mut changes, &mut waiting, &mut oldest_removal);
                 if changes.has_sets() {
                     tokio::time::sleep(self.options().linger).await;
                 }
                 // Everything that arrived meanwhile goes into the same write.
                 while let Ok(message) = self.receiver.try_recv() {
-                    take(message, &mut changes, &mut waiting, &mut oldest_removal);
+                    take(&self.journal, message, &mut changes, &mut waiting, &mut oldest_removal);
                 }
             }
             let removals_due = removal_due.is_some_and(|due| Instant::now() >= due);
@@ -261,6 +261,16 @@ impl Writer {
         self.lease = lease;
     }
 
+    /// The entries of `changes` that the Lease now holds (every set not refused) are in the view.
+    fn show_sets(&self, changes: &Changes, refused: &BTreeMap<String, Refused>) {
+        let mut view = self.journal.view();
+        for (key, value) in &changes.0 {
+            if let (Some(value), false) = (value, refused.contains_key(key)) {
+                view.insert(key.clone(), value.clone());
+            }
+        }
+    }
+
     /// One guarded write of `changes` (create when the Lease does not exist); returns the keys refused for size.
     async fn write(&mut self, changes: &Changes) -> Result<BTreeMap<String, Refused>, Refused> {
         let mut last_error = String::new();
@@ -268,6 +278,9 @@ impl Writer {
             let current = self.lease.as_ref().and_then(|l| l.metadata.annotations.clone()).unwrap_or_default();
             let merged = merge::merge(&current, &self.options().prefix, changes, self.options().bounds);
             if merged.annotations == current {
+                // Nothing to write (e.g. a removal not written yet, then the same entry put again): the Lease holds
+                // every entry put, so the view must too, or the next removal of it would be skipped.
+                self.show_sets(changes, &merged.refused);
                 return Ok(merged.refused);
             }
             let result = match &self.lease {
@@ -297,12 +310,7 @@ impl Writer {
                         .fold((0, 0), |(s, r), v| (s + v.is_some() as usize, r + v.is_none() as usize));
                     tracing::debug!(journal = %self.journal.path(), sets, removals, refused = merged.refused.len(), "journal written");
                     self.adopt(Some(stored), &Changes::default());
-                    let mut view = self.journal.view();
-                    for (key, value) in &changes.0 {
-                        if let (Some(value), false) = (value, merged.refused.contains_key(key)) {
-                            view.insert(key.clone(), value.clone());
-                        }
-                    }
+                    self.show_sets(changes, &merged.refused);
                     return Ok(merged.refused);
                 }
                 // Someone else wrote the Lease (or created or deleted it): read it and fold again.
@@ -326,6 +334,7 @@ impl Writer {
 
 /// Adds one caller's message to the pending changes.
 fn take(
+    journal: &Journal,
     message: Message,
     changes: &mut Changes,
     waiting: &mut Vec<(String, oneshot::Sender<Result<(), Refused>>)>,
@@ -337,6 +346,8 @@ fn take(
             waiting.push((key, done));
         }
         Message::Remove { key } => {
+            // Sent before the Lease was read, the removal was not in the view the read made.
+            journal.view().remove(&key);
             changes.remove(&key);
             oldest_removal.get_or_insert_with(Instant::now);
         }

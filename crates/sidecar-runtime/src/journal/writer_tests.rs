@@ -190,3 +190,50 @@ async fn a_journal_that_cannot_be_written_refuses_entries() {
     assert_eq!(journal.get("a"), None);
     stop.cancel();
 }
+
+/// The keys of the journal's entries in the stored Lease.
+fn stored_keys(leases: &Arc<Mutex<FakeLeases>>) -> Vec<String> {
+    let lease = leases.lock().unwrap().lease.clone().unwrap_or_default();
+    let annotations = lease.metadata.annotations.unwrap_or_default();
+    annotations.keys().filter_map(|k| k.strip_prefix("example.com/in-flight-")).map(str::to_string).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_entry_put_again_before_its_removal_is_written_can_be_removed_again() {
+    // A claim synced twice in a row: its PV saved (the entry removed), then, the PV not yet in the cache, recorded
+    // again with the same entry. Nothing needs writing then, but the entry is in the Lease and must stay removable.
+    let leases = Arc::new(Mutex::new(FakeLeases::default()));
+    let (journal, stop) = start(&leases);
+    journal.loaded().await;
+    journal.put("a", "x".into()).await.unwrap();
+    journal.remove("a");
+    journal.put("a", "x".into()).await.unwrap();
+    assert_eq!(journal.get("a").as_deref(), Some("x"), "the view holds what the Lease holds");
+    journal.remove("a");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(stored_keys(&leases), Vec::<String>::new());
+    assert_eq!(journal.get("a"), None);
+    stop.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_removal_asked_for_before_the_lease_is_read_is_written() {
+    let leases = Arc::new(Mutex::new(FakeLeases::default()));
+    let mut lease = Lease::default();
+    lease.metadata.name = Some("driver-in-flight".into());
+    let annotations = lease.metadata.annotations.get_or_insert_default();
+    for key in ["a", "b"] {
+        annotations.insert(format!("example.com/in-flight-{key}"), "left by an earlier run".into());
+    }
+    leases.lock().unwrap().store(lease);
+    let (journal, stop) = start(&leases);
+    // The writer has not run yet (this runtime has one thread): the Lease is not read.
+    journal.remove("a");
+    journal.loaded().await;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(journal.get("a"), None, "the removal shows once the Lease is read");
+    assert_eq!(journal.get("b").as_deref(), Some("left by an earlier run"));
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(stored_keys(&leases), ["b"]);
+    stop.cancel();
+}

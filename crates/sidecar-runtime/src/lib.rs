@@ -9,6 +9,7 @@
 //! - [`watch`]: watch caches, one per kind for the whole process ([`watch::CacheProvider`]), and the loop that
 //!   fills them before any worker starts.
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
+//! - [`control_loop`]: the one loop every controller declares ([`Loop`]): caches, queues and workers, resyncs, tasks.
 //! - [`names`]: Kubernetes and CSI names more than one sidecar uses.
 //! - [`object_names`]: Kubernetes' DNS-1123 rules for the names and namespaces templates resolve to.
 //! - [`quantity`]: Kubernetes quantities as byte counts and back.
@@ -23,6 +24,7 @@
 //! - [`Sidecar`]: the handful of calls a sidecar's `main.rs` makes.
 
 pub mod api_error;
+pub mod control_loop;
 mod driver;
 pub mod events;
 pub mod flags;
@@ -46,6 +48,7 @@ pub mod supervise;
 pub mod update;
 pub mod watch;
 
+pub use control_loop::Loop;
 pub use driver::{Driver, DriverError};
 pub use events::{EventRecorder, EventType, PlannedEvent, object_reference};
 pub use flags::{CommonArgs, FeatureGates, LoggingFormat, RetryArgs};

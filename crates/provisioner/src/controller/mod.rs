@@ -42,7 +42,7 @@ use kube::Resource;
 use sidecar_runtime::journal::{Journal, JournalOptions};
 use sidecar_runtime::update::Updated;
 use sidecar_runtime::watch::CacheProvider;
-use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
+use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 use crate::translate::provisioner::Provisioner;
@@ -157,58 +157,42 @@ impl Controller {
         self
     }
 
-    /// Watches, then works until `stop` fires; returns once in-flight work has finished.
+    /// Watches, then works until `stop` fires; returns once in-flight work has finished. The journal's writer
+    /// outlives the workers: those still draining after `stop` may record claims.
     pub async fn run(self, stop: CancellationToken) {
-        let shared = self.shared.clone();
-        {
-            let (stop, stopping) = (stop.clone(), shared.stopping.clone());
-            tokio::spawn(async move {
-                stop.cancelled().await;
-                stopping.cancel();
-            });
-        }
-        let watches = stores::watches(&shared, self.feeds);
-        // The journal's writer outlives the workers: those still draining after `stop` may record claims.
-        let journal_stop = CancellationToken::new();
-        let journal = shared.journal.run(shared.client.clone(), journal_stop.clone());
-        let work = watches.serve(&stop, || async {
-            tracing::info!(driver = %shared.provisioner.driver_name, "caches filled, provisioning");
+        let shared = self.shared;
+        let workers = shared.options.workers;
+        Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
+            .outliving(|shared, done| async move { shared.journal.run(shared.client.clone(), done).await })
             // Everything the caches hold now is queued once, as an informer's initial adds are.
-            shared.queue_everything();
-            let workers = shared.options.workers;
-            let claims = shared.claims.run(workers, stop.clone(), {
-                let shared = shared.clone();
-                move |key| {
-                    let shared = shared.clone();
-                    async move { shared.sync_claim(&key).await }
-                }
-            });
-            let volumes = shared.volumes.run(workers, stop.clone(), {
-                let shared = shared.clone();
-                move |name| {
-                    let shared = shared.clone();
-                    async move { shared.sync_volume(&name).await }
-                }
-            });
-            let sweep = shared.sweep_snapshot_protection(shared.options.snapshot_orphan_sweep_interval, stop.clone());
-            let capacity = async {
+            .on_filled(|shared| shared.queue_everything())
+            .queue(&shared.claims, workers, |shared: Arc<Shared>, key: ClaimKey| async move {
+                shared.sync_claim(&key).await
+            })
+            .queue(&shared.volumes, workers, |shared: Arc<Shared>, name: String| async move {
+                shared.sync_volume(&name).await
+            })
+            .task(|shared, stop| async move {
+                stop.cancelled().await;
+                shared.stopping.cancel();
+            })
+            .task(|shared, stop| async move {
+                let interval = shared.options.snapshot_orphan_sweep_interval;
+                shared.sweep_snapshot_protection(interval, stop).await
+            })
+            .task(|shared, stop| async move {
                 if let Some(capacity) = shared.capacity.clone() {
-                    capacity.run(shared.clone(), stop.clone()).await;
+                    capacity.run(shared, stop).await;
                 }
-            };
-            let entries = async {
+            })
+            .task(|shared, stop| async move {
                 tokio::select! {
                     _ = shared.queue_journal_entries() => {}
                     _ = stop.cancelled() => {}
                 }
-            };
-            tokio::join!(claims, volumes, sweep, capacity, entries);
-        });
-        let work = async {
-            work.await;
-            journal_stop.cancel();
-        };
-        tokio::join!(journal, work);
+            })
+            .serve(&stop)
+            .await;
     }
 }
 

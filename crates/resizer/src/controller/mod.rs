@@ -10,19 +10,17 @@ mod memory;
 mod metrics;
 mod modify;
 mod stores;
+mod sync;
+mod writes;
 mod written;
 
-use sidecar_runtime::watch::CacheProvider;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::Api;
-use kube::api::{Patch, PatchParams};
-use sidecar_runtime::{EventRecorder, Outcome, QueueMetrics, RetryPolicy, WorkQueue};
+use sidecar_runtime::watch::CacheProvider;
+use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 pub use metrics::ResizerMetrics;
@@ -31,10 +29,7 @@ use crate::translate::claim::claim_key;
 use crate::translate::expansion::decide::ExpansionConfig;
 use crate::translate::modification::decide::ModificationConfig;
 use crate::translate::names::EVENT_COMPONENT;
-use crate::translate::patch::{ClaimStatusPatch, VolumePatch};
-use crate::translate::secret_ref::SecretRef;
 use memory::Memory;
-use sidecar_runtime::PlannedEvent;
 use stores::{Feeds, Stores};
 use written::Written;
 
@@ -99,106 +94,16 @@ impl Controller {
     }
 
     /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    /// Every claim is looked at again every `--resync-period`, as upstream's informer resync does.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
-        let watches = stores::watches(&shared, self.feeds);
-        watches
-            .serve(&stop, || async {
-                let handler_shared = shared.clone();
-                let resync_shared = shared.clone();
-                // Upstream's informer resync: every claim is looked at again every `--resync-period`.
-                let claims = move || resync_shared.stores.claims.state().iter().map(|c| claim_key(c)).collect();
-                shared
-                    .queue
-                    .run_with_resync(shared.options.workers, stop.clone(), shared.options.resync_period, claims, {
-                        move |key| {
-                            let shared = handler_shared.clone();
-                            async move { shared.sync(&key).await }
-                        }
-                    })
-                    .await;
+        Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
+            .queue(&shared.queue, shared.options.workers, sync::sync)
+            .resync(shared.options.resync_period, |shared| {
+                shared.stores.claims.state().iter().map(|c| claim_key(c)).collect()
             })
+            .serve(&stop)
             .await;
-    }
-}
-
-impl Shared {
-    /// One sync of a claim: expansion, then modification, with the claim as the first left it.
-    async fn sync(&self, key: &ClaimKey) -> Outcome {
-        let Some(claim) = self.written_claims.newest(key, self.stores.claim(key)) else { return Outcome::Done };
-        let volume_name = crate::translate::claim::bound_volume_name(&claim).to_string();
-        if volume_name.is_empty() {
-            return Outcome::Done;
-        }
-        let Some(volume) = self.written_volumes.newest(&volume_name, self.stores.volume(&volume_name)) else {
-            // Item 8: the PV may not be in the cache yet.
-            tracing::debug!(claim = %key, volume = %volume_name, "volume not in the cache yet, retrying");
-            return Outcome::Retry;
-        };
-        let mut claim = (*claim).clone();
-        let mut volume = (*volume).clone();
-        let mut outcome = Outcome::Done;
-        if let Some(config) = &self.options.expansion {
-            let (expanded, latest_claim, latest_volume) = self.expand(key, config, claim, volume).await;
-            outcome = outcome.most_urgent(expanded);
-            claim = latest_claim;
-            volume = latest_volume;
-        }
-        if let Some(config) = &self.options.modification {
-            outcome = outcome.most_urgent(self.modify(key, config, claim, volume).await);
-        }
-        outcome
-    }
-
-    fn now() -> Time {
-        Time(k8s_openapi::jiff::Timestamp::now())
-    }
-
-    async fn publish(&self, claim: &PersistentVolumeClaim, event: &PlannedEvent) {
-        self.events.record(claim, event).await;
-    }
-
-    /// Writes `patch` through the claim's `status` subresource; returns the claim as stored.
-    async fn patch_claim(
-        &self,
-        claim: &PersistentVolumeClaim,
-        patch: &ClaimStatusPatch,
-    ) -> Result<PersistentVolumeClaim, kube::Error> {
-        if patch.is_empty() {
-            return Ok(claim.clone());
-        }
-        let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
-        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
-        let name = crate::translate::claim::claim_name(claim);
-        let patched =
-            api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await?;
-        self.written_claims.record(claim_key(&patched), patched.clone());
-        Ok(patched)
-    }
-
-    async fn patch_volume(
-        &self,
-        volume: &PersistentVolume,
-        patch: &VolumePatch,
-    ) -> Result<PersistentVolume, kube::Error> {
-        if patch.is_empty() {
-            return Ok(volume.clone());
-        }
-        let api: Api<PersistentVolume> = Api::all(self.client.clone());
-        let name = crate::translate::claim::volume_name(volume);
-        let patched =
-            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await?;
-        self.written_volumes.record(name.to_string(), patched.clone());
-        Ok(patched)
-    }
-
-    /// A live GET of the Secret (as upstream, no cache). Values are never logged. The error names the Secret in
-    /// client-go's words (`secrets "x" not found`), never the Debug form of the API's answer.
-    async fn secret_data(&self, reference: Option<SecretRef>) -> Result<HashMap<String, String>, String> {
-        let Some(reference) = reference else { return Ok(HashMap::new()) };
-        sidecar_runtime::secrets::secret_data(&self.client, &reference.namespace, &reference.name)
-            .await
-            .map_err(|e| reference.read_error(sidecar_runtime::api_error::api_error_text(&e)))
     }
 }
 

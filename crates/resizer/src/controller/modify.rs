@@ -15,144 +15,142 @@ use crate::translate::modification::decide::{
 use crate::translate::modification::request::{controller_modify_volume_request, modify_secret_reference};
 use crate::translate::modification::result::modification_outcome;
 
-impl Shared {
-    pub(super) async fn modify(
-        &self,
-        key: &ClaimKey,
-        config: &ModificationConfig,
-        claim: PersistentVolumeClaim,
-        volume: PersistentVolume,
-    ) -> Outcome {
-        let facts = self.memory.facts(key);
-        let memory = ModificationMemory { slow_retry: facts.modify_slow_retry, uncertain: facts.uncertain };
-        // The decision borrows classes from the cache: hold the few it may ask for.
-        let classes: Vec<Arc<VolumeAttributesClass>> = [
-            crate::translate::claim::requested_class(&claim),
-            claim
-                .status
-                .as_ref()
-                .and_then(|s| s.modify_volume_status.as_ref())
-                .and_then(|m| m.target_volume_attributes_class_name.as_deref())
-                .unwrap_or_default(),
-        ]
-        .iter()
-        .filter_map(|name| self.stores.class(name))
-        .collect();
-        let lookup = |name: &str| classes.iter().map(|c| c.as_ref()).find(|c| c.metadata.name.as_deref() == Some(name));
-        let decision = decide_modification(&claim, &volume, config, &memory, lookup, &Shared::now());
-        self.memory.apply_modification(key, decision.memory);
+pub(super) async fn modify(
+    shared: &Shared,
+    key: &ClaimKey,
+    config: &ModificationConfig,
+    claim: PersistentVolumeClaim,
+    volume: PersistentVolume,
+) -> Outcome {
+    let facts = shared.memory.facts(key);
+    let memory = ModificationMemory { slow_retry: facts.modify_slow_retry, uncertain: facts.uncertain };
+    // The decision borrows classes from the cache: hold the few it may ask for.
+    let classes: Vec<Arc<VolumeAttributesClass>> = [
+        crate::translate::claim::requested_class(&claim),
+        claim
+            .status
+            .as_ref()
+            .and_then(|s| s.modify_volume_status.as_ref())
+            .and_then(|m| m.target_volume_attributes_class_name.as_deref())
+            .unwrap_or_default(),
+    ]
+    .iter()
+    .filter_map(|name| shared.stores.class(name))
+    .collect();
+    let lookup = |name: &str| classes.iter().map(|c| c.as_ref()).find(|c| c.metadata.name.as_deref() == Some(name));
+    let decision = decide_modification(&claim, &volume, config, &memory, lookup, &Shared::now());
+    shared.memory.apply_modification(key, decision.memory);
 
-        let plan = match decision.action {
-            ModificationAction::Skip(skip) => {
-                tracing::trace!(claim = %key, ?skip, "no modification");
-                return Outcome::Done;
-            }
-            ModificationAction::DelayRetry { after, message } => {
-                tracing::info!(claim = %key, "{message}");
-                return Outcome::RetryAfter(after);
-            }
-            ModificationAction::Cancel { patch, event } => {
-                if let Some(patch) = &patch
-                    && let Err(err) = self.patch_claim(&claim, patch).await
-                {
-                    tracing::warn!(claim = %key, error = %err, "writing the cancellation failed");
-                    return Outcome::Retry;
-                }
-                if let Some(event) = &event {
-                    self.publish(&claim, event).await;
-                }
-                return Outcome::Done;
-            }
-            ModificationAction::WaitForClass { class, patch, event, requeue } => {
-                if let Some(patch) = &patch
-                    && let Err(err) = self.patch_claim(&claim, patch).await
-                {
-                    if !is_conflict(&err) {
-                        tracing::warn!(claim = %key, error = %err, "marking the modification Pending failed");
-                    }
-                    return Outcome::Retry;
-                }
-                self.publish(&claim, &event).await;
-                tracing::info!(claim = %key, %class, "VolumeAttributesClass not found; waiting for it");
-                return if requeue { Outcome::Retry } else { Outcome::Done };
-            }
-            ModificationAction::ClassOfAnotherDriver { class, patch, event } => {
-                if let Err(err) = self.patch_claim(&claim, &patch).await {
-                    tracing::warn!(claim = %key, error = %err, "marking the modification Infeasible failed");
-                    return Outcome::Retry;
-                }
-                self.publish(&claim, &event).await;
-                tracing::warn!(claim = %key, %class, "VolumeAttributesClass names another driver");
+    let plan = match decision.action {
+        ModificationAction::Skip(skip) => {
+            tracing::trace!(claim = %key, ?skip, "no modification");
+            return Outcome::Done;
+        }
+        ModificationAction::DelayRetry { after, message } => {
+            tracing::info!(claim = %key, "{message}");
+            return Outcome::RetryAfter(after);
+        }
+        ModificationAction::Cancel { patch, event } => {
+            if let Some(patch) = &patch
+                && let Err(err) = shared.patch_claim(&claim, patch).await
+            {
+                tracing::warn!(claim = %key, error = %err, "writing the cancellation failed");
                 return Outcome::Retry;
             }
-            ModificationAction::Modify(plan) => plan,
-        };
-
-        let marked = match &plan.mark {
-            None => claim,
-            Some(mark) => match self.patch_claim(&claim, mark).await {
-                Ok(marked) => marked,
-                Err(err) => {
-                    if !is_conflict(&err) {
-                        tracing::warn!(claim = %key, error = %err, "marking the modification InProgress failed");
-                    }
-                    return Outcome::Retry;
-                }
-            },
-        };
-        if let Some(event) = &plan.event {
-            self.publish(&marked, event).await;
-        }
-        tracing::info!(claim = %key, class = %plan.target(), "modifying volume");
-
-        let call_error;
-        let request = match self.secret_data(modify_secret_reference(&volume)).await {
-            Err(text) => Err(text),
-            Ok(secrets) => {
-                controller_modify_volume_request(&marked, &volume, &plan.class, config.extra_modify_metadata, secrets)
-                    .map_err(|e| e.to_string())
+            if let Some(event) = &event {
+                shared.publish(&claim, event).await;
             }
-        };
-        let result = match request {
-            Err(text) => Err(CallFailure::NotCalled(text)),
-            Ok(request) => match self.csi.controller_modify_volume(request).await {
-                Ok(_) => Ok(()),
-                Err(err) => {
-                    call_error = err;
-                    Err(CallFailure::Driver(&call_error))
-                }
-            },
-        };
-        if matches!(result, Ok(()) | Err(CallFailure::Driver(_))) {
-            self.metrics.modify_attempt(result.is_err());
+            return Outcome::Done;
         }
-        let outcome = modification_outcome(&marked, &plan, result, &Shared::now());
-        self.memory.apply_modification(key, outcome.memory);
-
-        if let Some(patch) = &outcome.volume_patch
-            && let Err(err) = self.patch_volume(&volume, patch).await
-        {
-            tracing::warn!(claim = %key, error = %err, "updating the volume's class failed");
+        ModificationAction::WaitForClass { class, patch, event, requeue } => {
+            if let Some(patch) = &patch
+                && let Err(err) = shared.patch_claim(&claim, patch).await
+            {
+                if !is_conflict(&err) {
+                    tracing::warn!(claim = %key, error = %err, "marking the modification Pending failed");
+                }
+                return Outcome::Retry;
+            }
+            shared.publish(&claim, &event).await;
+            tracing::info!(claim = %key, %class, "VolumeAttributesClass not found; waiting for it");
+            return if requeue { Outcome::Retry } else { Outcome::Done };
+        }
+        ModificationAction::ClassOfAnotherDriver { class, patch, event } => {
+            if let Err(err) = shared.patch_claim(&claim, &patch).await {
+                tracing::warn!(claim = %key, error = %err, "marking the modification Infeasible failed");
+                return Outcome::Retry;
+            }
+            shared.publish(&claim, &event).await;
+            tracing::warn!(claim = %key, %class, "VolumeAttributesClass names another driver");
             return Outcome::Retry;
         }
-        if let Some(patch) = &outcome.claim_patch
-            && let Err(err) = self.patch_claim(&marked, patch).await
-        {
-            tracing::warn!(claim = %key, error = %err, "updating the claim's modification status failed");
-            return Outcome::Retry;
-        }
-        if let Some(event) = &outcome.event {
-            self.publish(&marked, event).await;
-        }
-        match &outcome.error {
-            Some(error) => {
-                tracing::warn!(claim = %key, class = %plan.target(), %error, "modification failed");
-                Outcome::Retry
+        ModificationAction::Modify(plan) => plan,
+    };
+
+    let marked = match &plan.mark {
+        None => claim,
+        Some(mark) => match shared.patch_claim(&claim, mark).await {
+            Ok(marked) => marked,
+            Err(err) => {
+                if !is_conflict(&err) {
+                    tracing::warn!(claim = %key, error = %err, "marking the modification InProgress failed");
+                }
+                return Outcome::Retry;
             }
-            None => {
-                tracing::info!(claim = %key, class = %plan.target(), "modification done");
-                Outcome::Done
+        },
+    };
+    if let Some(event) = &plan.event {
+        shared.publish(&marked, event).await;
+    }
+    tracing::info!(claim = %key, class = %plan.target(), "modifying volume");
+
+    let call_error;
+    let request = match shared.secret_data(modify_secret_reference(&volume)).await {
+        Err(text) => Err(text),
+        Ok(secrets) => {
+            controller_modify_volume_request(&marked, &volume, &plan.class, config.extra_modify_metadata, secrets)
+                .map_err(|e| e.to_string())
+        }
+    };
+    let result = match request {
+        Err(text) => Err(CallFailure::NotCalled(text)),
+        Ok(request) => match shared.csi.controller_modify_volume(request).await {
+            Ok(_) => Ok(()),
+            Err(err) => {
+                call_error = err;
+                Err(CallFailure::Driver(&call_error))
             }
+        },
+    };
+    if matches!(result, Ok(()) | Err(CallFailure::Driver(_))) {
+        shared.metrics.modify_attempt(result.is_err());
+    }
+    let outcome = modification_outcome(&marked, &plan, result, &Shared::now());
+    shared.memory.apply_modification(key, outcome.memory);
+
+    if let Some(patch) = &outcome.volume_patch
+        && let Err(err) = shared.patch_volume(&volume, patch).await
+    {
+        tracing::warn!(claim = %key, error = %err, "updating the volume's class failed");
+        return Outcome::Retry;
+    }
+    if let Some(patch) = &outcome.claim_patch
+        && let Err(err) = shared.patch_claim(&marked, patch).await
+    {
+        tracing::warn!(claim = %key, error = %err, "updating the claim's modification status failed");
+        return Outcome::Retry;
+    }
+    if let Some(event) = &outcome.event {
+        shared.publish(&marked, event).await;
+    }
+    match &outcome.error {
+        Some(error) => {
+            tracing::warn!(claim = %key, class = %plan.target(), %error, "modification failed");
+            Outcome::Retry
+        }
+        None => {
+            tracing::info!(claim = %key, class = %plan.target(), "modification done");
+            Outcome::Done
         }
     }
 }

@@ -298,38 +298,6 @@ impl<K: QueueKey> WorkQueue<K> {
         }
     }
 
-    /// [`WorkQueue::run`], with upstream's informer resync meanwhile: every `period` (zero: never) each key `keys`
-    /// lists is queued again. This is what retries a key the watch missed or the backoff gave up waiting for.
-    pub async fn run_with_resync<F, Fut, R>(
-        &self,
-        workers: usize,
-        stop: CancellationToken,
-        period: Duration,
-        keys: R,
-        handler: F,
-    ) where
-        F: Fn(K) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Outcome> + Send + 'static,
-        R: Fn() -> Vec<K>,
-    {
-        let resync = async {
-            if period.is_zero() {
-                return std::future::pending::<()>().await;
-            }
-            let mut ticker = tokio::time::interval_at(Instant::now() + period, period);
-            loop {
-                ticker.tick().await;
-                for key in keys() {
-                    self.add(key);
-                }
-            }
-        };
-        tokio::select! {
-            () = self.run(workers, stop, handler) => {}
-            () = resync => {}
-        }
-    }
-
     /// Runs `handler` on `workers` concurrent workers until `stop` fires, then
     /// shuts the queue down and returns once every running key has finished.
     /// A handler that panics counts as [`Outcome::Retry`]; the worker goes on.

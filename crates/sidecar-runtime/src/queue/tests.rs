@@ -282,35 +282,3 @@ fn the_more_urgent_outcome_wins() {
         assert_eq!(b.most_urgent(a), want, "{b:?} + {a:?}");
     }
 }
-
-/// Runs `run_with_resync` with `period` for 25 s of paused time; returns each run's key and second.
-async fn resync_runs(period: Duration) -> Vec<(&'static str, u64)> {
-    let queue = queue();
-    let runs = Arc::new(Mutex::new(Vec::new()));
-    let stop = CancellationToken::new();
-    let started = Instant::now();
-    let seen = runs.clone();
-    let running = {
-        let (queue, stop) = (queue.clone(), stop.clone());
-        tokio::spawn(async move {
-            let handler = move |key| {
-                let seen = seen.clone();
-                async move {
-                    seen.lock().unwrap().push((key, (Instant::now() - started).as_secs()));
-                    Outcome::Done
-                }
-            };
-            queue.run_with_resync(1, stop, period, || vec!["a", "b"], handler).await;
-        })
-    };
-    tokio::time::sleep(Duration::from_secs(25)).await;
-    stop.cancel();
-    running.await.unwrap();
-    runs.lock().unwrap().clone()
-}
-
-#[tokio::test(start_paused = true)]
-async fn resync_queues_every_key_again_each_period() {
-    assert_eq!(resync_runs(Duration::from_secs(10)).await, vec![("a", 10), ("b", 10), ("a", 20), ("b", 20)]);
-    assert_eq!(resync_runs(Duration::ZERO).await, vec![], "a zero period never resyncs");
-}

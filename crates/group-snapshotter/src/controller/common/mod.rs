@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sidecar_runtime::snapshot_operations::SnapshotMetrics;
-use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
+use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 use stores::{Feeds, Stores, group_key};
@@ -69,27 +69,17 @@ impl Controller {
     }
 
     /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    /// Every group snapshot is synced again every `--resync-period`, as upstream's informer resync does.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
-        let watches = stores::watches(&shared, self.feeds);
-        watches
-            .serve(&stop, || async {
-                let all_groups = {
-                    let shared = shared.clone();
-                    move || shared.stores.groups.state().iter().map(|g| group_key(g)).collect()
-                };
-                let (workers, period) = (shared.options.workers, shared.options.resync_period);
-                shared
-                    .groups
-                    .run_with_resync(workers, stop.clone(), period, all_groups, {
-                        let shared = shared.clone();
-                        move |key| {
-                            let shared = shared.clone();
-                            async move { group::sync_group(&shared, &key).await }
-                        }
-                    })
-                    .await;
+        Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
+            .queue(&shared.groups, shared.options.workers, |shared, key| async move {
+                group::sync_group(&shared, &key).await
             })
+            .resync(shared.options.resync_period, |shared| {
+                shared.stores.groups.state().iter().map(|g| group_key(g)).collect()
+            })
+            .serve(&stop)
             .await;
     }
 }

@@ -15,7 +15,7 @@ use csi_client::CsiClient;
 use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
 use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
-use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
+use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use snapshot_api::{VolumeGroupSnapshotClass, VolumeGroupSnapshotContent};
 use tokio_util::sync::CancellationToken;
 
@@ -70,6 +70,7 @@ impl Controller {
     }
 
     /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    /// Every content is synced again every `--resync-period`, as upstream's informer resync does.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
         let (contents_feed, classes_feed) = self.feeds;
@@ -82,24 +83,14 @@ impl Controller {
             Change::Listed => {}
         });
         watches.watch(classes_feed, Api::all(shared.client.clone()), |_| {});
-        watches
-            .serve(&stop, || async {
-                let all = {
-                    let shared = shared.clone();
-                    move || shared.contents.state().iter().filter_map(|c| c.metadata.name.clone()).collect()
-                };
-                let (workers, period) = (shared.options.workers, shared.options.resync_period);
-                shared
-                    .queue
-                    .run_with_resync(workers, stop.clone(), period, all, {
-                        let shared = shared.clone();
-                        move |name| {
-                            let shared = shared.clone();
-                            async move { shared.sync(&name).await }
-                        }
-                    })
-                    .await;
+        Loop::new(shared.clone(), watches)
+            .queue(&shared.queue, shared.options.workers, |shared: Arc<Shared>, name: String| async move {
+                shared.sync(&name).await
             })
+            .resync(shared.options.resync_period, |shared| {
+                shared.contents.state().iter().filter_map(|c| c.metadata.name.clone()).collect()
+            })
+            .serve(&stop)
             .await;
     }
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
-use sidecar_runtime::{EventRecorder, QueueMetrics, RetryPolicy, WorkQueue};
+use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 use crate::translate::common::dynamic_content::ContentOptions;
@@ -76,37 +76,20 @@ impl Controller {
     }
 
     /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    /// Every snapshot and content is synced again every `--resync-period`, as upstream's informer resync does.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
-        let watches = stores::watches(&shared, self.feeds);
-        watches
-            .serve(&stop, || async {
-                let (workers, period) = (shared.options.workers, shared.options.resync_period);
-                // Upstream's informer resync: every snapshot and content is synced again every `--resync-period`.
-                let all_snapshots = {
-                    let shared = shared.clone();
-                    move || shared.stores.snapshots.state().iter().map(|s| snapshot_key(s)).collect()
-                };
-                let all_contents = {
-                    let shared = shared.clone();
-                    move || shared.stores.contents.state().iter().map(|c| c.name_any()).collect()
-                };
-                let snapshots = shared.snapshots.run_with_resync(workers, stop.clone(), period, all_snapshots, {
-                    let shared = shared.clone();
-                    move |key| {
-                        let shared = shared.clone();
-                        async move { snapshot::sync_snapshot(&shared, &key).await }
-                    }
-                });
-                let contents = shared.contents.run_with_resync(workers, stop.clone(), period, all_contents, {
-                    let shared = shared.clone();
-                    move |name| {
-                        let shared = shared.clone();
-                        async move { content::sync_content(&shared, &name).await }
-                    }
-                });
-                tokio::join!(snapshots, contents);
-            })
+        let (workers, period) = (shared.options.workers, shared.options.resync_period);
+        Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
+            .queue(
+                &shared.snapshots,
+                workers,
+                |shared, key| async move { snapshot::sync_snapshot(&shared, &key).await },
+            )
+            .resync(period, |shared| shared.stores.snapshots.state().iter().map(|s| snapshot_key(s)).collect())
+            .queue(&shared.contents, workers, |shared, name| async move { content::sync_content(&shared, &name).await })
+            .resync(period, |shared| shared.stores.contents.state().iter().map(|c| c.name_any()).collect())
+            .serve(&stop)
             .await;
     }
 }

@@ -20,7 +20,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use sidecar_runtime::api_error::api_error_text as api_text;
 use sidecar_runtime::secrets::secret_data;
-use sidecar_runtime::{EventRecorder, PlannedEvent, QueueMetrics, RetryPolicy, WorkQueue};
+use sidecar_runtime::{EventRecorder, Loop, PlannedEvent, QueueMetrics, RetryPolicy, WorkQueue};
 use snapshot_api::VolumeSnapshotContent;
 use tokio_util::sync::CancellationToken;
 
@@ -78,26 +78,17 @@ impl Controller {
     }
 
     /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
+    /// Every content is looked at again every `--resync-period`, as upstream's informer resync does.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
-        let watches = stores::watches(&shared, self.feeds);
-        watches
-            .serve(&stop, || async {
-                let handler_shared = shared.clone();
-                let resync_shared = shared.clone();
-                // Upstream's informer resync: every content is looked at again every `--resync-period`.
-                let contents =
-                    move || resync_shared.stores.contents.state().iter().map(|c| stores::content_name(c)).collect();
-                shared
-                    .queue
-                    .run_with_resync(shared.options.workers, stop.clone(), shared.options.resync_period, contents, {
-                        move |name| {
-                            let shared = handler_shared.clone();
-                            async move { shared.sync(&name).await }
-                        }
-                    })
-                    .await;
+        Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
+            .queue(&shared.queue, shared.options.workers, |shared: Arc<Shared>, name: String| async move {
+                shared.sync(&name).await
             })
+            .resync(shared.options.resync_period, |shared| {
+                shared.stores.contents.state().iter().map(|c| stores::content_name(c)).collect()
+            })
+            .serve(&stop)
             .await;
     }
 }

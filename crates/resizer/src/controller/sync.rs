@@ -1,0 +1,35 @@
+//! The resizer's worker entry: one sync of a claim is its expansion, then its modification, with the claim and PV as
+//! the first left them.
+
+use std::sync::Arc;
+
+use sidecar_runtime::Outcome;
+
+use super::{ClaimKey, Shared, expand, modify};
+use crate::translate::claim::bound_volume_name;
+
+pub(super) async fn sync(shared: Arc<Shared>, key: ClaimKey) -> Outcome {
+    let Some(claim) = shared.written_claims.newest(&key, shared.stores.claim(&key)) else { return Outcome::Done };
+    let volume_name = bound_volume_name(&claim).to_string();
+    if volume_name.is_empty() {
+        return Outcome::Done;
+    }
+    let Some(volume) = shared.written_volumes.newest(&volume_name, shared.stores.volume(&volume_name)) else {
+        // A claim can name its PV before the PV reaches the cache.
+        tracing::debug!(claim = %key, volume = %volume_name, "volume not in the cache yet, retrying");
+        return Outcome::Retry;
+    };
+    let mut claim = (*claim).clone();
+    let mut volume = (*volume).clone();
+    let mut outcome = Outcome::Done;
+    if let Some(config) = &shared.options.expansion {
+        let (expanded, latest_claim, latest_volume) = expand::expand(&shared, &key, config, claim, volume).await;
+        outcome = outcome.most_urgent(expanded);
+        claim = latest_claim;
+        volume = latest_volume;
+    }
+    if let Some(config) = &shared.options.modification {
+        outcome = outcome.most_urgent(modify::modify(&shared, &key, config, claim, volume).await);
+    }
+    outcome
+}

@@ -227,7 +227,7 @@ async fn write_bound(
     }
     pvs.create(&params, &pv).await.context("create PV")?;
     let status = serde_json::json!({"status": {
-        "phase": "Bound", "lastPhaseTransitionTime": crate::snapshot::now(),
+        "phase": "Bound", "lastPhaseTransitionTime": crate::tracker::now(),
     }});
     pvs.patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(status)).await.context("PV status")?;
     Ok(pv_name)

@@ -22,7 +22,8 @@ use crate::bound::{ClaimSet, GROUP_LABEL};
 use crate::limiter::bare_client;
 use crate::measure::{Measure, latencies};
 use crate::sidecar::{Kind, Limits, Side};
-use crate::snapshot::{Identities, Pair, Round, now, remove_all, snapshot_world};
+use crate::snapshot::{Identities, Pair, Round, remove_all, snapshot_world};
+use crate::tracker::now;
 use crate::tracker::{Tracker, create_all, timeout_for};
 use crate::{Step, progress};
 

@@ -12,7 +12,6 @@ use csi_sidecars_e2e::driver_world::DriverWorld;
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
 use csi_sidecars_e2e::{Process, SidecarIdentity, install_snapshot_crds};
 use futures::StreamExt;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -23,7 +22,7 @@ use crate::bound::{ClaimSet, bound_claims};
 use crate::limiter::bare_client;
 use crate::measure::{Measure, Watched, latencies};
 use crate::sidecar::{Kind, Limits, Side, Start};
-use crate::tracker::{CREATORS, Tracker, create_all, timeout_for};
+use crate::tracker::{CREATORS, Tracker, create_all, now, timeout_for};
 use crate::{Step, progress};
 
 /// A world of Bound claims for snapshots, with the snapshot CRDs and a Delete VolumeSnapshotClass of its driver.
@@ -231,10 +230,6 @@ async fn ceiling(world: &ResizerWorld, limits: &Limits, names: &[String]) -> any
 }
 
 /// Now, as a status' `creationTime`.
-pub fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
-
 /// Removes what a run left with its sidecars stopped: the finalizers of its snapshot objects, then the objects
 /// (contents are cluster-scoped and every later snapshot-controller would cache them), and waits until they are gone:
 /// the next run in the same world makes objects of the same names. Best effort.

@@ -11,6 +11,11 @@ use kube::Api;
 use kube::runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 
+/// Now, as the API server's timestamps are written (status fields the bench writes itself).
+pub fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+}
+
 /// What a watch tells about one object: the claim name it is about (None: not ours), and whether it is done.
 pub type Judge<K> = fn(&K, &str) -> Option<(String, bool)>;
 

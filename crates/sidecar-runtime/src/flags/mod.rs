@@ -38,6 +38,12 @@ pub fn go_bool(input: &str) -> Result<bool, ValueError> {
     parse_go_bool(input)
 }
 
+/// A path where an empty value stands for "unset", as a Go string flag takes `--kubeconfig=` (Helm templates often
+/// render it so); clap's own path parser refuses an empty value.
+fn path_or_empty(input: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(input))
+}
+
 fn feature_gates(input: &str) -> Result<FeatureGates, ValueError> {
     FeatureGates::parse(input)
 }
@@ -71,7 +77,7 @@ pub struct CommonArgs {
     pub csi_address: String,
 
     /// Absolute path to the kubeconfig file. Without it, $KUBECONFIG, then the in-cluster config.
-    #[arg(long)]
+    #[arg(long, value_parser = path_or_empty)]
     pub kubeconfig: Option<PathBuf>,
 
     /// Address of the Kubernetes API server, overriding the one in the kubeconfig.

@@ -228,3 +228,11 @@ fn a_typical_manifest_line() {
     assert_eq!(parsed.common.http_address(), Some(":8080"));
     assert_eq!(parsed.timeout, Duration::from_secs(30));
 }
+
+#[test]
+fn an_empty_kubeconfig_is_unset_as_in_go() {
+    for form in [&["--kubeconfig="][..], &["-kubeconfig="], &["--kubeconfig", ""]] {
+        assert_eq!(parse_ok(form).common.kubeconfig(), None, "{form:?}");
+    }
+    assert_eq!(parse_ok(&["-kubeconfig=/k"]).common.kubeconfig(), Some(std::path::Path::new("/k")));
+}

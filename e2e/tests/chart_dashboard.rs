@@ -1,6 +1,7 @@
 //! The Grafana dashboard shipped by charts/csi-sidecars queries only metrics the binaries really export: every
-//! metric name in its PromQL is one a crate registers (`registry.register("<name>", ...)`), with the suffix the
-//! Prometheus text format gives its type (`_total` for counters, `_bucket`/`_sum`/`_count` for histograms).
+//! metric name in its PromQL is one a crate registers (`registry.register("<name>", ...)`, or a collector's
+//! `describe_gauge(.., "<name>", ..)` / `describe_counter(..)`), with the suffix the Prometheus text format gives its
+//! type (`_total` for counters, `_bucket`/`_sum`/`_count` for histograms).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -8,7 +9,8 @@ use std::path::Path;
 use csi_sidecars_e2e::repo_root;
 use serde_json::Value;
 
-/// Every name passed to a `register(` or `register_with_unit(` call in the crates' sources.
+/// Every name passed to a `register(`, `register_with_unit(` or `describe_gauge(`/`describe_counter(` call in the
+/// crates' sources.
 fn registered_names() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     let mut stack = vec![repo_root().join("crates")];
@@ -29,7 +31,12 @@ fn names_in(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
     // Registrations in a file's test module are the tests' own.
     let text = text.split("#[cfg(test)]").next().unwrap_or_default();
-    text.match_indices(".register")
+    // A collector's own registration names nothing: its series are its `describe_*` calls.
+    let registrations =
+        text.match_indices(".register").filter(|(at, _)| !text[*at..].starts_with(".register_collector"));
+    let calls = registrations.chain(text.match_indices("describe_gauge(e, "));
+    let calls = calls.chain(text.match_indices("describe_counter(e, "));
+    calls
         .filter_map(|(at, _)| {
             let rest = &text[at..];
             let call = rest.find('(')?;

@@ -14,6 +14,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::flags::CommonArgs;
 use crate::rate_limit::RateLimitLayer;
+use crate::rest_metrics::{RestClientMetrics, host_label};
 
 #[derive(Debug, thiserror::Error)]
 pub enum KubeClientError {
@@ -81,9 +82,11 @@ pub async fn client(options: &KubeClientOptions) -> Result<kube::Client, KubeCli
 }
 
 /// A rate-limited client for an already loaded configuration. Each call makes a
-/// client with its own bucket (leader election gets one of its own).
+/// client with its own bucket (leader election gets one of its own). Its requests are counted in
+/// [`RestClientMetrics::global`].
 pub fn client_from_config(config: kube::Config, qps: f32, burst: u32) -> Result<kube::Client, KubeClientError> {
-    let builder = ClientBuilder::try_from(config)?;
+    let metered = RestClientMetrics::global().layer(host_label(&config.cluster_url));
+    let builder = ClientBuilder::try_from(config)?.with_layer(&metered);
     Ok(builder.with_layer(&RateLimitLayer::new(qps, burst)).build())
 }
 
@@ -95,8 +98,10 @@ pub fn prioritized_clients_from_config(
     burst: u32,
 ) -> Result<(kube::Client, kube::Client), KubeClientError> {
     let layer = RateLimitLayer::new(qps, burst);
-    let work = ClientBuilder::try_from(config.clone())?.with_layer(&layer).build();
-    let background = ClientBuilder::try_from(config)?.with_layer(&layer.background()).build();
+    // Inside the limiter: a request's duration starts once the limiter has let it go, as client-go's does.
+    let metered = RestClientMetrics::global().layer(host_label(&config.cluster_url));
+    let work = ClientBuilder::try_from(config.clone())?.with_layer(&metered).with_layer(&layer).build();
+    let background = ClientBuilder::try_from(config)?.with_layer(&metered).with_layer(&layer.background()).build();
     Ok((work, background))
 }
 

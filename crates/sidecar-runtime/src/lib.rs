@@ -5,7 +5,8 @@
 //! - [`flags`]: the common command line, in Go syntax (`-csi-address=/x`, `--v=5`, `15s`).
 //! - [`kube_client`] and [`rate_limit`]: the Kubernetes client with client-go's QPS/burst limit.
 //! - [`leader_election`]: Lease-based leader election that interoperates with client-go.
-//! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`.
+//! - [`http`]: `/metrics`, `/healthz`, `/healthz/leader-election`; [`rest_metrics`] and [`process_metrics`]: the
+//!   `rest_client_*` and `process_*` series client-go and Prometheus' Go client export from upstream's sidecars.
 //! - [`watch`]: watch caches, one per kind for the whole process ([`watch::CacheProvider`]), and the loop that
 //!   fills them before any worker starts.
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
@@ -35,9 +36,11 @@ pub mod leader_election;
 pub mod logging;
 pub mod names;
 pub mod object_names;
+pub mod process_metrics;
 pub mod quantity;
 pub mod queue;
 pub mod rate_limit;
+pub mod rest_metrics;
 pub mod run;
 pub mod secrets;
 pub mod setup;

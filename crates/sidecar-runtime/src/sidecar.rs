@@ -152,6 +152,8 @@ impl Sidecar {
     /// `--metrics-address`) if set. Returns the bound address.
     pub async fn serve_http(&mut self) -> Result<Option<SocketAddr>, StartError> {
         let mut registry = self.registry.take().unwrap_or_default();
+        crate::rest_metrics::RestClientMetrics::global().register(&mut registry);
+        crate::process_metrics::register(&mut registry);
         let leader = self.args.leader_election.then(|| self.leader_status.clone());
         if let Some(leader) = &leader {
             leader.register(&mut registry);

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 pub use argv::normalize_go_args;
 pub use duration::{DurationError, parse_go_duration};
-pub use values::{FeatureGates, ValueError, parse_go_bool, parse_labels};
+pub use values::{FeatureGates, KUBERNETES_GATES, ValueError, parse_go_bool, parse_labels};
 
 /// clap value parser for Go durations (`15s`, `1m30s`, `500ms`).
 pub fn go_duration(input: &str) -> Result<Duration, DurationError> {

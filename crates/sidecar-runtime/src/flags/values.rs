@@ -72,9 +72,11 @@ impl FeatureGates {
         self.0.get(name).copied()
     }
 
-    /// Refuses gates the sidecar does not know, as upstream does at startup.
+    /// Refuses gates the sidecar does not know, as upstream does at startup. The Kubernetes-wide gates every
+    /// upstream sidecar lists too ([`KUBERNETES_GATES`]) are accepted at any value; they change nothing here.
     pub fn check_known(&self, known: &[&str]) -> Result<(), ValueError> {
-        match self.0.keys().find(|name| !known.contains(&name.as_str())) {
+        let accepted = |name: &str| known.contains(&name) || KUBERNETES_GATES.contains(&name);
+        match self.0.keys().find(|name| !accepted(name)) {
             Some(unknown) => Err(ValueError::UnknownGate(unknown.clone())),
             None => Ok(()),
         }
@@ -84,6 +86,49 @@ impl FeatureGates {
         self.0.iter().map(|(name, enabled)| (name.as_str(), *enabled))
     }
 }
+
+/// The gates of Kubernetes' own libraries (component-base, apiserver, client-go) that every upstream sidecar's
+/// `--feature-gates` lists beside its own, read from the `-h` of external-provisioner v6.4.0, external-resizer
+/// v2.3.0, external-attacher v4.13.0 and external-snapshotter v8.7.0. A manifest may set any of them; none changes
+/// what these sidecars do.
+pub const KUBERNETES_GATES: &[&str] = &[
+    "APIResponseCompression",
+    "APIServerIdentity",
+    "APIServerWebhookAuthenticationToken",
+    "APIServingWithRoutine",
+    "AllAlpha",
+    "AllBeta",
+    "AllowParsingUserUIDFromCertAuth",
+    "AllowUnsafeMalformedObjectDeletion",
+    "CBORServingAndStorage",
+    "ComponentFlagz",
+    "ComponentStatusz",
+    "ConcurrentWatchObjectDecode",
+    "ConsistentListFromCacheSkipTimeoutFallback",
+    "ConstrainedImpersonation",
+    "CoordinatedLeaderElection",
+    "DeclarativeValidationBeta",
+    "DetectCacheInconsistency",
+    "EtcdRangeStream",
+    "ExcludeAdmissionWebhookVirtualResources",
+    "ListFromCacheSnapshot",
+    "ManifestBasedAdmissionControlConfig",
+    "NativeHistograms",
+    "OpenAPIEnums",
+    "RemoteRequestHeaderUID",
+    "ShardedListAndWatch",
+    "SizeBasedListCostEstimate",
+    "StorageVersionAPI",
+    "StorageVersionHash",
+    "StructuredAuthenticationConfigurationEgressSelector",
+    "StructuredAuthenticationConfigurationJWKSMetrics",
+    "TokenRequestServiceAccountUIDValidation",
+    "UnauthenticatedHTTP2DOSMitigation",
+    "UnknownVersionInteroperabilityProxy",
+    "WatchList",
+    "WatchListCompression",
+    "WebhookRoundTripLoadBalancing",
+];
 
 /// `--leader-election-labels=key:value,key2:value2`.
 pub fn parse_labels(input: &str) -> Result<BTreeMap<String, String>, ValueError> {
@@ -161,6 +206,9 @@ mod tests {
         assert_eq!(gates.explicit("C"), None);
         assert_eq!(gates.check_known(&["A", "B"]), Ok(()));
         assert_eq!(gates.check_known(&["A"]), Err(ValueError::UnknownGate("B".into())));
+        // Kubernetes' own gates pass whatever the sidecar knows, at either value.
+        let kubernetes = FeatureGates::parse("A=true,AllAlpha=true,WatchList=false,CBORServingAndStorage=true").unwrap();
+        assert_eq!(kubernetes.check_known(&["A"]), Ok(()));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Pre-provisioned group snapshots (reference §4.2 item 8): a VolumeGroupSnapshot naming
+//! Pre-provisioned group snapshots (upstream: external-snapshotter, pkg/common-controller/
+//! groupsnapshot_controller_helper.go, `checkAndBindGroupSnapshotContent`): a VolumeGroupSnapshot naming
 //! `source.volumeGroupSnapshotContentName` binds to a VolumeGroupSnapshotContent an administrator made from a group
 //! snapshot that exists on the storage already (`source.groupSnapshotHandles`).
 //!

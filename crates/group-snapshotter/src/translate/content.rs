@@ -1,5 +1,6 @@
-//! The VolumeGroupSnapshotContent the snapshot-controller creates for a dynamic group snapshot
-//! (reference §4.2 item 5).
+//! The VolumeGroupSnapshotContent the snapshot-controller creates for a dynamic group snapshot, named after the
+//! group's UID and created once (upstream: external-snapshotter, pkg/common-controller/
+//! groupsnapshot_controller_helper.go, `createGroupSnapshotContent`).
 
 use std::collections::BTreeMap;
 

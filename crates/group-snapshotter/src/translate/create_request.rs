@@ -1,5 +1,6 @@
 //! csi-snapshotter's CreateVolumeGroupSnapshot for a dynamic group content, and what a failure means
-//! (reference §4.3 item 2, §2.2 for the flags).
+//! (upstream: external-snapshotter, pkg/sidecar-controller/groupsnapshot_helper.go, `createGroupSnapshotWrapper`;
+//! the name flags are csi-snapshotter's `--groupsnapshot-name-prefix` and `--groupsnapshot-name-uuid-length`).
 
 use std::collections::{BTreeMap, HashMap};
 

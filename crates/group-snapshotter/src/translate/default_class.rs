@@ -1,5 +1,6 @@
 //! The class of a dynamic group snapshot that names none: the one VolumeGroupSnapshotClass of its volumes' driver
-//! annotated `groupsnapshot.storage.kubernetes.io/is-default-class: "true"` (reference §4.2 item 1).
+//! annotated `groupsnapshot.storage.kubernetes.io/is-default-class: "true"` (upstream: external-snapshotter,
+//! pkg/common-controller/groupsnapshot_controller_helper.go, `SetDefaultGroupSnapshotClass`).
 //!
 //! Upstream takes the driver of the first volume it finds; here every selected volume must have the same driver, and
 //! a group spanning drivers is refused up front, naming the claims, instead of failing later on the first mismatch.

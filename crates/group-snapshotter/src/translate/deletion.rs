@@ -1,5 +1,8 @@
 //! Deleting a group snapshot: what the snapshot-controller does with the group, its content and its members
-//! (reference §4.2 items 9–10), and what csi-snapshotter does with the content (§4.3 item 1).
+//! (upstream: external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+//! `processGroupSnapshotWithDeletionTimestamp`), and what csi-snapshotter does with the content
+//! (pkg/sidecar-controller/groupsnapshot_helper.go, `shouldDeleteGroupSnapshotContent` and
+//! `deleteCSIGroupSnapshotOperation`).
 
 use csi_client::proto::DeleteVolumeGroupSnapshotRequest;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;

@@ -1,4 +1,5 @@
-//! csi-snapshotter's GetVolumeGroupSnapshot for a pre-provisioned group content (reference §4.3 item 3): the
+//! csi-snapshotter's GetVolumeGroupSnapshot for a pre-provisioned group content (upstream: external-snapshotter,
+//! pkg/sidecar-controller/groupsnapshot_helper.go, `checkandUpdateGroupSnapshotContentStatusOperation`): the
 //! group's id and its snapshots' ids from `source.groupSnapshotHandles`, the Secret of the class's
 //! `group-snapshotter-get-secret-*` parameters.
 

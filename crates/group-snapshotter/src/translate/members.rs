@@ -1,6 +1,7 @@
 //! The members of a dynamic group snapshot: for each snapshot the driver reported (one `volumeSnapshotInfoList`
 //! entry of the group content), one VolumeSnapshotContent and one VolumeSnapshot, so that each can be restored like
-//! any snapshot (reference §4.2 item 6, §4.4).
+//! any snapshot (upstream: external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+//! `createSnapshotsForGroupSnapshotContent`).
 //!
 //! Names are derived, not random: `snapshot-` / `snapcontent-` followed by the 64 hex digits of
 //! SHA-256(group UID ‖ volume handle). A controller restarted mid-way finds what it created, and tools (Kubernetes'

@@ -1,7 +1,8 @@
 //! The Secret DeleteVolumeGroupSnapshot (and CreateVolumeGroupSnapshot) is called with: named by the class
 //! parameters `csi.storage.k8s.io/group-snapshotter-secret-name` / `-namespace`, possibly through templates, and kept
 //! on the content as the `groupsnapshot.storage.kubernetes.io/deletion-secret-*` annotations, so that deletion
-//! works after the class is gone (reference §4.2 item 5).
+//! works after the class is gone (upstream: external-snapshotter, pkg/common-controller/
+//! groupsnapshot_controller_helper.go, `createGroupSnapshotContent`).
 
 use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
 use std::collections::BTreeMap;
@@ -70,7 +71,7 @@ pub fn deletion_secret(
 }
 
 /// The Secret GetVolumeGroupSnapshot of a pre-provisioned content is called with: the class parameters
-/// `csi.storage.k8s.io/group-snapshotter-get-secret-name` / `-namespace` (reference §4.3 item 3). A pre-provisioned
+/// `csi.storage.k8s.io/group-snapshotter-get-secret-name` / `-namespace`. A pre-provisioned
 /// content has no group snapshot of its own to name, so the only token is `${volumegroupsnapshotcontent.name}`.
 pub fn get_secret(
     parameters: Option<&BTreeMap<String, String>>,

@@ -1,6 +1,7 @@
 //! Which volumes a dynamic group snapshot is of: its selector → the claims of its namespace → their bound CSI
-//! volumes (reference §4.2 item 4). Every claim that cannot be snapshotted is reported, each in its own event naming
-//! it, so that a user fixes them all at once (upstream stops at the first).
+//! volumes (upstream: external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+//! `getVolumesFromVolumeGroupSnapshot`). Every claim that cannot be snapshotted is reported, each in its own event
+//! naming it, so that a user fixes them all at once (upstream stops at the first).
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use sidecar_runtime::events::PlannedEvent;

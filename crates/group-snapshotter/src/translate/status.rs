@@ -1,5 +1,6 @@
 //! Statuses: the driver's answer on the group content (csi-snapshotter), the content's status on the group snapshot
-//! (snapshot-controller, reference §4.2 item 7), and when to ask the driver again.
+//! (snapshot-controller; upstream: external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+//! `updateGroupSnapshotStatus`), and when to ask the driver again.
 //!
 //! Beyond upstream: upstream writes a content's `volumeSnapshotInfoList` once, from the first answer, and stops
 //! asking once the group is ready, so a member that was not ready in that answer stays "not ready" in the list.
@@ -81,7 +82,9 @@ pub enum DriverCall {
     Nothing,
 }
 
-/// What to ask the driver about `content` (reference §4.3 items 2–3).
+/// What to ask the driver about `content`: a dynamic content is created, a pre-provisioned one is looked up with
+/// GetVolumeGroupSnapshot (upstream: external-snapshotter, pkg/sidecar-controller/groupsnapshot_helper.go,
+/// `syncGroupSnapshotContent`).
 pub fn driver_call(content: &VolumeGroupSnapshotContent) -> DriverCall {
     let status = content.status.as_ref();
     let cut = status.and_then(|s| s.volume_group_snapshot_handle.as_ref()).is_some();

@@ -79,7 +79,7 @@ async fn sync(shared: &Shared, group: VolumeGroupSnapshot) -> Result<(), Retry> 
 
     shared.start_operations(&group, &content.spec.driver);
 
-    // Bound: both get their protection, whatever the deletion policy (upstream 8.2).
+    // Bound: both get their protection, whatever the deletion policy (upstream since v8.2).
     shared.set_finalizer(&shared.groups_api(&group), &group, FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND, true).await?;
     let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
     shared.set_finalizer(&contents, &content, FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND, true).await?;

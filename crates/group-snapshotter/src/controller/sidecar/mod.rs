@@ -1,8 +1,9 @@
-//! csi-snapshotter's group loop (reference §4.3): a cache of VolumeGroupSnapshotContents and one of
-//! VolumeGroupSnapshotClasses, one queue of content names (`csi-snapshotter-groupsnapshotcontent`, upstream's name).
-//! For the contents of its driver it calls CreateVolumeGroupSnapshot (the being-created annotation stored before),
-//! writes the answer into the status, asks again with backoff until the group and every member are ready, and on
-//! deletion calls DeleteVolumeGroupSnapshot with every member's snapshot id before releasing the content.
+//! csi-snapshotter's group loop (upstream: external-snapshotter, pkg/sidecar-controller/groupsnapshot_helper.go): a
+//! cache of VolumeGroupSnapshotContents and one of VolumeGroupSnapshotClasses, one queue of content names
+//! (`csi-snapshotter-groupsnapshotcontent`, upstream's name). For the contents of its driver it calls
+//! CreateVolumeGroupSnapshot (the being-created annotation stored before), writes the answer into the status, asks
+//! again with backoff until the group and every member are ready, and on deletion calls DeleteVolumeGroupSnapshot
+//! with every member's snapshot id before releasing the content.
 //!
 //! Run inside csi-snapshotter with `--feature-gates=CSIVolumeGroupSnapshot=true`, or alone as csi-group-snapshotter.
 

@@ -8,38 +8,11 @@
 //! csi-snapshotter asks the driver with GetVolumeGroupSnapshot; beyond upstream, the answer's snapshots fill the
 //! content's `volumeSnapshotInfoList`, so the members are made as for a dynamic group (see [`super::members`]).
 
-use serde_json::json;
 use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotContent};
 
 use super::names::{EVENT_CONTENT_MISBOUND, EVENT_CONTENT_MISMATCH, EVENT_CONTENT_MISSING};
-
-/// What binding writes into the pre-provisioned content; fields left `None` are already right.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ContentBindPatch {
-    /// `spec.volumeGroupSnapshotRef.uid`.
-    pub group_uid: Option<String>,
-    /// `spec.volumeGroupSnapshotClassName`, the group's, when the content names none.
-    pub class_name: Option<String>,
-}
-
-impl ContentBindPatch {
-    /// The merge patch of the content.
-    pub fn merge_patch(&self) -> serde_json::Value {
-        let mut spec = serde_json::Map::new();
-        if let Some(uid) = &self.group_uid {
-            spec.insert("volumeGroupSnapshotRef".into(), json!({ "uid": uid }));
-        }
-        if let Some(class) = &self.class_name {
-            spec.insert("volumeGroupSnapshotClassName".into(), json!(class));
-        }
-        json!({ "spec": spec })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.group_uid.is_none() && self.class_name.is_none()
-    }
-}
+use super::patch::ContentBindPatch;
 
 /// Whether a pre-provisioned group snapshot may bind to `content` (the object named by its
 /// `source.volumeGroupSnapshotContentName`, `None` when it does not exist), and what binding writes. A refusal is
@@ -182,26 +155,6 @@ mod tests {
         for (rule, class, content, want) in table {
             let got = bind_pre_provisioned(&pre_group(class), "imported", content.as_ref());
             assert_eq!(got.map_err(|e| e.reason), want, "{rule}");
-        }
-    }
-
-    #[test]
-    fn the_bind_patch_writes_only_what_is_missing() {
-        // (patch, merge patch)
-        let table = [
-            (ContentBindPatch::default(), json!({ "spec": {} })),
-            (
-                ContentBindPatch { group_uid: Some("u".into()), class_name: None },
-                json!({ "spec": { "volumeGroupSnapshotRef": { "uid": "u" } } }),
-            ),
-            (
-                ContentBindPatch { group_uid: Some("u".into()), class_name: Some("gold".into()) },
-                json!({ "spec": { "volumeGroupSnapshotRef": { "uid": "u" }, "volumeGroupSnapshotClassName": "gold" } }),
-            ),
-        ];
-        for (patch, want) in table {
-            assert_eq!(patch.merge_patch(), want, "{patch:?}");
-            assert_eq!(patch.is_empty(), want["spec"].as_object().unwrap().is_empty());
         }
     }
 }

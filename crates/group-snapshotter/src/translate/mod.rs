@@ -29,6 +29,7 @@ pub mod deletion;
 pub mod get_request;
 pub mod members;
 pub mod names;
+pub mod patch;
 pub mod secrets;
 pub mod selection;
 pub mod selector;

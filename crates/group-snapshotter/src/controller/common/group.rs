@@ -6,12 +6,9 @@
 //! content's status carried to the group. A pre-provisioned one binds to the content it names instead of creating
 //! one, and goes on the same way (its members come from GetVolumeGroupSnapshot's answer). Deletion follows [`crate::translate::deletion::group_deletion`].
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
 use sidecar_runtime::{Outcome, PlannedEvent};
 use snapshot_api::names::{FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND, FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND};
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot};
@@ -24,10 +21,11 @@ use crate::translate::content::{dynamic_content, dynamic_content_name};
 use crate::translate::default_class::{default_group_class, group_driver};
 use crate::translate::deletion::{group_deletion, orphan_content_deletion};
 use crate::translate::names::{
-    ANN_VALUE_YES, ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_BIND_FAILED, EVENT_CONTENT_CREATION_FAILED,
+    ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_BIND_FAILED, EVENT_CONTENT_CREATION_FAILED,
     EVENT_CONTENT_DELETE_ERROR, EVENT_CONTENT_MISBOUND, EVENT_CREATING_GROUP_SNAPSHOT, EVENT_GET_CLASS_FAILED,
     EVENT_SNAPSHOT_DELETE_ERROR,
 };
+use crate::translate::patch::{ContentAnnotationPatch, GroupClassPatch};
 use crate::translate::secrets::{TemplateValues, deletion_secret};
 use crate::translate::selection::{check_driver, select_volumes};
 use crate::translate::status::group_status;
@@ -166,10 +164,10 @@ async fn create_content(
                 Ok(class) => class.clone(),
                 Err(event) => return Err(shared.refuse(&group, &[event]).await),
             };
-            let patch = json!({ "spec": { "volumeGroupSnapshotClassName": class.name_any() } });
+            let patch = GroupClassPatch { class_name: class.name_any() };
             group = shared
                 .groups_api(&group)
-                .patch(&group.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+                .patch(&group.name_any(), &PatchParams::default(), &Patch::Merge(patch.merge_patch()))
                 .await?;
             class
         }
@@ -222,8 +220,7 @@ async fn delete_orphans(shared: &Shared, key: &str) -> Result<(), Retry> {
     let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
     for content in orphans.iter().filter(|c| orphan_content_deletion(c, uid_now.as_deref())) {
         tracing::info!(group = key, content = %content.name_any(), "deleting the content of a group snapshot that is gone");
-        let annotations = BTreeMap::from([(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, ANN_VALUE_YES)]);
-        let patch = Patch::Merge(json!({ "metadata": { "annotations": annotations } }));
+        let patch = Patch::Merge(ContentAnnotationPatch::being_deleted().merge_patch());
         contents.patch(&content.name_any(), &PatchParams::default(), &patch).await?;
         delete_by_name(&contents, &content.name_any()).await?;
     }
@@ -251,8 +248,7 @@ async fn delete(shared: &Shared, group: &VolumeGroupSnapshot) -> Result<(), Retr
     if let Some(content) = content.as_deref().filter(|_| deletion.mark_content_being_deleted) {
         let marked = content.annotations().get(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED).is_some();
         if !marked {
-            let annotations = BTreeMap::from([(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, ANN_VALUE_YES)]);
-            let patch = Patch::Merge(json!({ "metadata": { "annotations": annotations } }));
+            let patch = Patch::Merge(ContentAnnotationPatch::being_deleted().merge_patch());
             contents.patch(&content.name_any(), &PatchParams::default(), &patch).await?;
         }
         if deletion.delete_content

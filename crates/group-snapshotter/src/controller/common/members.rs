@@ -8,7 +8,6 @@
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
 use snapshot_api::{
     VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent, VolumeSnapshotInfo,
 };
@@ -16,6 +15,7 @@ use snapshot_api::{
 use super::Shared;
 use super::writes::{Retry, create_or_get};
 use crate::translate::members::{Member, member, volume_for_handle};
+use crate::translate::patch::{MemberContentRefPatch, MemberContentStatusPatch, MemberSnapshotStatusPatch};
 use crate::translate::status::member_status_update;
 
 /// Every member of the group, made or refreshed. Any error stops the pass: the group is synced again.
@@ -57,21 +57,21 @@ async fn ensure_member(
 
     // The content points at the snapshot by UID once the snapshot exists.
     if content.spec.volume_snapshot_ref.uid.is_none() {
-        let patch = json!({ "spec": { "volumeSnapshotRef": { "uid": snapshot.uid() } } });
-        contents.patch(&content.name_any(), &params, &Patch::Merge(patch)).await?;
+        let patch = MemberContentRefPatch { snapshot_uid: snapshot.uid() };
+        contents.patch(&content.name_any(), &params, &Patch::Merge(patch.merge_patch())).await?;
     }
     if let Some(status) = member_status_update(info, group_handle, content.status.as_ref()) {
-        let patch = json!({ "status": status });
-        contents.patch_status(&content.name_any(), &params, &Patch::Merge(patch)).await?;
+        let patch = MemberContentStatusPatch { status };
+        contents.patch_status(&content.name_any(), &params, &Patch::Merge(patch.merge_patch())).await?;
     }
     let current = snapshot.status.clone().unwrap_or_default();
     let bound = &wanted.snapshot_status;
     if current.bound_volume_snapshot_content_name.is_none() || current.volume_group_snapshot_name.is_none() {
-        let patch = json!({ "status": {
-            "boundVolumeSnapshotContentName": bound.bound_volume_snapshot_content_name,
-            "volumeGroupSnapshotName": bound.volume_group_snapshot_name,
-        }});
-        snapshots.patch_status(&snapshot.name_any(), &params, &Patch::Merge(patch)).await?;
+        let patch = MemberSnapshotStatusPatch {
+            bound_content_name: bound.bound_volume_snapshot_content_name.clone(),
+            group_name: bound.volume_group_snapshot_name.clone(),
+        };
+        snapshots.patch_status(&snapshot.name_any(), &params, &Patch::Merge(patch.merge_patch())).await?;
     }
     Ok(())
 }

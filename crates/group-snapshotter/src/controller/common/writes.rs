@@ -4,13 +4,13 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
 use sidecar_runtime::PlannedEvent;
 pub use sidecar_runtime::api_error::api_error_text;
 use sidecar_runtime::update::set_finalizer;
 use snapshot_api::{SnapshotError, VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
 
 use super::Shared;
+use crate::translate::patch::GroupStatusPatch;
 use crate::translate::timing::{group_snapshot_type, operations_done, operations_to_start};
 
 pub use sidecar_runtime::api_error::Retry;
@@ -41,16 +41,6 @@ where
     }
 }
 
-/// Merge patch of a whole status: every field written, unset ones as null so that a cleared error goes away.
-pub fn group_status_patch(status: &VolumeGroupSnapshotStatus) -> serde_json::Value {
-    json!({ "status": {
-        "boundVolumeGroupSnapshotContentName": status.bound_volume_group_snapshot_content_name,
-        "creationTime": status.creation_time,
-        "readyToUse": status.ready_to_use,
-        "error": status.error,
-    }})
-}
-
 impl Shared {
     pub(super) fn groups_api(&self, group: &VolumeGroupSnapshot) -> Api<VolumeGroupSnapshot> {
         Api::namespaced(self.client.clone(), &group.namespace().unwrap_or_default())
@@ -62,7 +52,7 @@ impl Shared {
         group: &VolumeGroupSnapshot,
         status: &VolumeGroupSnapshotStatus,
     ) -> Result<VolumeGroupSnapshot, kube::Error> {
-        let patch = Patch::Merge(group_status_patch(status));
+        let patch = Patch::Merge(GroupStatusPatch { status: status.clone() }.merge_patch());
         self.groups_api(group).patch_status(&group.name_any(), &PatchParams::default(), &patch).await
     }
 
@@ -119,39 +109,5 @@ impl Shared {
             }
         }
         Retry(message)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_status_patch_writes_every_field_and_clears_unset_ones() {
-        let error = SnapshotError { time: None, message: Some("PVC a is not bound".into()) };
-        // (status, patch)
-        let table = [
-            (
-                VolumeGroupSnapshotStatus { ready_to_use: Some(false), error: Some(error), ..Default::default() },
-                json!({ "status": {
-                    "boundVolumeGroupSnapshotContentName": null, "creationTime": null, "readyToUse": false,
-                    "error": { "message": "PVC a is not bound" },
-                }}),
-            ),
-            (
-                VolumeGroupSnapshotStatus {
-                    bound_volume_group_snapshot_content_name: Some("groupsnapcontent-u".into()),
-                    ready_to_use: Some(true),
-                    ..Default::default()
-                },
-                json!({ "status": {
-                    "boundVolumeGroupSnapshotContentName": "groupsnapcontent-u", "creationTime": null,
-                    "readyToUse": true, "error": null,
-                }}),
-            ),
-        ];
-        for (status, want) in table {
-            assert_eq!(group_status_patch(&status), want);
-        }
     }
 }

@@ -8,13 +8,12 @@ use std::collections::HashMap;
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
 use sidecar_runtime::api_error::api_error_text;
 use sidecar_runtime::secrets::secret_data;
 use sidecar_runtime::update::set_finalizer;
 use sidecar_runtime::{Outcome, PlannedEvent};
 use snapshot_api::names::FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND;
-use snapshot_api::{SnapshotError, VolumeGroupSnapshotContent, VolumeGroupSnapshotContentStatus};
+use snapshot_api::{SnapshotError, VolumeGroupSnapshotContent};
 
 use super::Shared;
 use crate::translate::create_request::{
@@ -24,28 +23,13 @@ use crate::translate::deletion::{ContentDeletion, content_deletion, status_after
 use crate::translate::get_request::get_group_snapshot_request;
 use crate::translate::names::EVENT_CONTENT_CHECK_FAILED;
 use crate::translate::names::{
-    ANN_GROUP_DELETION_SECRET_NAME, ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VALUE_YES,
-    ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED, EVENT_GROUP_SNAPSHOT_DELETE_ERROR,
+    ANN_GROUP_DELETION_SECRET_NAME, ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED,
+    EVENT_GROUP_SNAPSHOT_DELETE_ERROR,
 };
+use crate::translate::patch::{ContentAnnotationPatch, ContentStatusPatch};
 use crate::translate::secrets::get_secret;
 use crate::translate::secrets::{SecretReference, secret_from_annotations};
 use crate::translate::status::{DriverCall, content_status_after_create, driver_call, needs_refresh};
-
-/// Merge patch of a whole content status: every field written, unset ones as null.
-pub fn content_status_patch(status: &VolumeGroupSnapshotContentStatus) -> serde_json::Value {
-    json!({ "status": {
-        "volumeGroupSnapshotHandle": status.volume_group_snapshot_handle,
-        "creationTime": status.creation_time,
-        "readyToUse": status.ready_to_use,
-        "error": status.error,
-        "volumeSnapshotInfoList": status.volume_snapshot_info_list,
-    }})
-}
-
-/// Merge patch of the being-created annotation: set, or removed.
-pub fn being_created_patch(set: bool) -> serde_json::Value {
-    json!({ "metadata": { "annotations": { ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED: set.then_some(ANN_VALUE_YES) } } })
-}
 
 impl Shared {
     fn api(&self) -> Api<VolumeGroupSnapshotContent> {
@@ -78,7 +62,9 @@ impl Shared {
                     Ok(secrets) => match self.csi.delete_volume_group_snapshot(to_delete.request(secrets)).await {
                         Err(err) => Err(self.warn(&content, &delete_error(&content, &err.to_string())).await),
                         Ok(_) => {
-                            let patch = Patch::Merge(content_status_patch(&status_after_delete(&content)));
+                            let patch = Patch::Merge(
+                                ContentStatusPatch { status: status_after_delete(&content) }.merge_patch(),
+                            );
                             match self.api().patch_status(name, &PatchParams::default(), &patch).await {
                                 Ok(stored) => self.release(&stored).await,
                                 Err(err) => Err(api_error_text(&err)),
@@ -133,7 +119,11 @@ impl Shared {
         // Stored before the call: a crash after the driver cut the group leaves it, and deletion waits.
         let content = if first {
             self.api()
-                .patch(&name, &PatchParams::default(), &Patch::Merge(being_created_patch(true)))
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(ContentAnnotationPatch::being_created(true).merge_patch()),
+                )
                 .await
                 .map_err(|e| api_error_text(&e))?
         } else {
@@ -147,7 +137,7 @@ impl Shared {
         let params = PatchParams::default();
         if stored.annotations().contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED) {
             self.api()
-                .patch(&name, &params, &Patch::Merge(being_created_patch(false)))
+                .patch(&name, &params, &Patch::Merge(ContentAnnotationPatch::being_created(false).merge_patch()))
                 .await
                 .map_err(|e| api_error_text(&e))?;
         }
@@ -192,7 +182,7 @@ impl Shared {
         answer: &csi_client::proto::VolumeGroupSnapshot,
     ) -> Result<VolumeGroupSnapshotContent, String> {
         let status = content_status_after_create(content.status.as_ref(), answer, k8s_openapi::jiff::Timestamp::now());
-        let patch = Patch::Merge(content_status_patch(&status));
+        let patch = Patch::Merge(ContentStatusPatch { status }.merge_patch());
         self.api()
             .patch_status(&content.name_any(), &PatchParams::default(), &patch)
             .await
@@ -208,12 +198,17 @@ impl Shared {
         let mut status = content.status.clone().unwrap_or_default();
         status.error =
             Some(SnapshotError { time: Some(crate::controller::common::now()), message: Some(message.clone()) });
-        if let Err(err) = self.api().patch_status(&name, &params, &Patch::Merge(content_status_patch(&status))).await {
+        if let Err(err) =
+            self.api().patch_status(&name, &params, &Patch::Merge(ContentStatusPatch { status }.merge_patch())).await
+        {
             tracing::warn!(content = %name, error = %err, "cannot record the group snapshot content's error");
         }
         if failure.release_being_created
             && content.annotations().contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED)
-            && let Err(err) = self.api().patch(&name, &params, &Patch::Merge(being_created_patch(false))).await
+            && let Err(err) = self
+                .api()
+                .patch(&name, &params, &Patch::Merge(ContentAnnotationPatch::being_created(false).merge_patch()))
+                .await
         {
             tracing::warn!(content = %name, error = %err, "cannot remove the being-created annotation");
         }
@@ -237,60 +232,4 @@ impl Shared {
 fn delete_error(content: &VolumeGroupSnapshotContent, error: &str) -> PlannedEvent {
     let message = format!("failed to delete group snapshot content {}: {error}", content.name_any());
     PlannedEvent::warning(EVENT_GROUP_SNAPSHOT_DELETE_ERROR, message)
-}
-
-#[cfg(test)]
-mod tests {
-    use snapshot_api::VolumeSnapshotInfo;
-
-    use super::*;
-
-    #[test]
-    fn writes_as_merge_patches() {
-        let info = VolumeSnapshotInfo {
-            volume_handle: Some("vol-a".into()),
-            snapshot_handle: Some("snap-a".into()),
-            ..Default::default()
-        };
-        let cut = VolumeGroupSnapshotContentStatus {
-            volume_group_snapshot_handle: Some("group-1".into()),
-            ready_to_use: Some(true),
-            volume_snapshot_info_list: Some(vec![info]),
-            ..Default::default()
-        };
-        // (rule, patch, want)
-        let table = [
-            (
-                "a cut group: every field, the error cleared",
-                content_status_patch(&cut),
-                json!({ "status": {
-                    "volumeGroupSnapshotHandle": "group-1", "creationTime": null, "readyToUse": true, "error": null,
-                    "volumeSnapshotInfoList": [{ "volumeHandle": "vol-a", "snapshotHandle": "snap-a" }],
-                }}),
-            ),
-            (
-                "nothing known: all null",
-                content_status_patch(&VolumeGroupSnapshotContentStatus::default()),
-                json!({ "status": {
-                    "volumeGroupSnapshotHandle": null, "creationTime": null, "readyToUse": null, "error": null,
-                    "volumeSnapshotInfoList": null,
-                }}),
-            ),
-            (
-                "being-created set before the call",
-                being_created_patch(true),
-                json!({ "metadata": { "annotations": {
-                    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-created": "yes" } } }),
-            ),
-            (
-                "being-created removed after the answer",
-                being_created_patch(false),
-                json!({ "metadata": { "annotations": {
-                    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-being-created": null } } }),
-            ),
-        ];
-        for (rule, patch, want) in table {
-            assert_eq!(patch, want, "{rule}");
-        }
-    }
 }

@@ -11,7 +11,7 @@
 use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotContent};
 
-use super::names::{EVENT_CONTENT_MISBOUND, EVENT_CONTENT_MISMATCH, EVENT_CONTENT_MISSING};
+use super::names::{EVENT_BIND_FAILED, EVENT_CONTENT_MISBOUND, EVENT_CONTENT_MISMATCH, EVENT_CONTENT_MISSING};
 use super::patch::ContentBindPatch;
 
 /// Whether a pre-provisioned group snapshot may bind to `content` (the object named by its
@@ -48,6 +48,25 @@ pub fn bind_pre_provisioned(
         group_uid: reference.uid.is_none().then(|| group.metadata.uid.clone()).flatten(),
         class_name,
     })
+}
+
+/// The content could not be bound: the API server refused the write of [`bind_pre_provisioned`]'s patch.
+pub fn bind_failed(content_name: &str, error: &str) -> PlannedEvent {
+    let message = format!("Failed to bind VolumeGroupSnapshotContent {content_name}: {error}");
+    PlannedEvent::warning(EVENT_BIND_FAILED, message)
+}
+
+/// Whether the content a group snapshot found (bound, named or created) points back at it by name and UID; a
+/// content bound to another group snapshot is refused (upstream: external-snapshotter, pkg/common-controller/
+/// groupsnapshot_controller_helper.go, `syncUnreadyGroupSnapshot`).
+pub fn check_bound(group: &VolumeGroupSnapshot, content: &VolumeGroupSnapshotContent) -> Result<(), PlannedEvent> {
+    let reference = &content.spec.volume_group_snapshot_ref;
+    if reference.uid != group.metadata.uid || reference.name != group.metadata.name {
+        let name = content.metadata.name.as_deref().unwrap_or_default();
+        let message = format!("VolumeGroupSnapshotContent {name} is bound to a different group snapshot");
+        return Err(PlannedEvent::warning(EVENT_CONTENT_MISBOUND, message));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -156,5 +175,42 @@ mod tests {
             let got = bind_pre_provisioned(&pre_group(class), "imported", content.as_ref());
             assert_eq!(got.map_err(|e| e.reason), want, "{rule}");
         }
+    }
+
+    #[test]
+    fn a_group_goes_on_only_with_a_content_pointing_back_at_it() {
+        // (rule, content, refused)
+        let table = [
+            ("bound by name and UID", content("group", Some("group-uid"), true, None), false),
+            ("dynamic, bound by name and UID", content("group", Some("group-uid"), false, None), false),
+            ("another group of another name", content("other", Some("group-uid"), true, None), true),
+            ("a group of the same name before this one", content("group", Some("old-uid"), true, None), true),
+            ("no UID yet", content("group", None, true, None), true),
+        ];
+        for (rule, content, refused) in table {
+            let got = check_bound(&group(None), &content);
+            match refused {
+                false => assert_eq!(got, Ok(()), "{rule}"),
+                true => assert_eq!(
+                    got,
+                    Err(PlannedEvent::warning(
+                        EVENT_CONTENT_MISBOUND,
+                        "VolumeGroupSnapshotContent imported is bound to a different group snapshot"
+                    )),
+                    "{rule}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_bind_names_the_content_and_the_error() {
+        assert_eq!(
+            bind_failed("imported", "conflict"),
+            PlannedEvent::warning(
+                "GroupSnapshotBindFailed",
+                "Failed to bind VolumeGroupSnapshotContent imported: conflict"
+            )
+        );
     }
 }

@@ -121,6 +121,11 @@ fn invalid(key: &'static str, (value, resolved): (String, String), what: &'stati
     SecretError::Invalid { key, value, resolved, what }
 }
 
+/// The Secret could not be read: the text of the Warning (and the status error) of the driver call it was for.
+pub fn secret_read_error(secret: &SecretReference, error: &str) -> String {
+    format!("error getting secret {} in namespace {}: {error}", secret.name, secret.namespace)
+}
+
 /// The content's deletion Secret annotations, when it has both.
 pub fn secret_from_annotations(
     annotations: Option<&BTreeMap<String, String>>,
@@ -224,5 +229,14 @@ mod tests {
             }
         }
         assert_eq!(get_secret(None, "imported"), Ok(None));
+    }
+
+    #[test]
+    fn an_unreadable_secret_is_named() {
+        let secret = SecretReference { name: "creds".into(), namespace: "kube-system".into() };
+        assert_eq!(
+            secret_read_error(&secret, "secrets \"creds\" is forbidden"),
+            "error getting secret creds in namespace kube-system: secrets \"creds\" is forbidden"
+        );
     }
 }

@@ -1,23 +1,21 @@
 //! How the group loop's writes reach the API server: merge patches of statuses (subresource) and annotations, the
 //! group's and the content's finalizers through guarded updates, creations that tolerate AlreadyExists.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use sidecar_runtime::PlannedEvent;
 pub use sidecar_runtime::api_error::api_error_text;
 use sidecar_runtime::update::set_finalizer;
-use snapshot_api::{SnapshotError, VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
+use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
 
 use super::Shared;
+use crate::controller::now;
 use crate::translate::patch::GroupStatusPatch;
+use crate::translate::selection::refusal_message;
+use crate::translate::status::refused_status;
 use crate::translate::timing::{group_snapshot_type, operations_done, operations_to_start};
 
 pub use sidecar_runtime::api_error::Retry;
-
-pub fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
 
 /// Creates `object`, or reads the one a previous run created under the same (derived) name.
 pub async fn create_or_get<K>(api: &Api<K>, object: &K) -> Result<K, kube::Error>
@@ -93,20 +91,16 @@ impl Shared {
     }
 
     /// Records why the group snapshot cannot go on: each event, and their text as `status.error` (written only when
-    /// it changed, so that a refusal retried with backoff does not wake the group again). Always a [`Retry`].
+    /// it changed, see [`refused_status`]). Always a [`Retry`].
     pub(super) async fn refuse(&self, group: &VolumeGroupSnapshot, events: &[PlannedEvent]) -> Retry {
         for event in events {
             self.record(group, event).await;
         }
-        let message = events.iter().map(|e| e.message.as_str()).collect::<Vec<_>>().join("; ");
-        let mut status = group.status.clone().unwrap_or_default();
-        let known = status.error.as_ref().and_then(|e| e.message.as_deref()) == Some(message.as_str());
-        if !known {
-            status.error = Some(SnapshotError { time: Some(now()), message: Some(message.clone()) });
-            status.ready_to_use = Some(false);
-            if let Err(err) = self.write_group_status(group, &status).await {
-                tracing::warn!(group = %group.name_any(), error = %err, "cannot record the group snapshot's error");
-            }
+        let message = refusal_message(events);
+        if let Some(status) = refused_status(group, &message, now())
+            && let Err(err) = self.write_group_status(group, &status).await
+        {
+            tracing::warn!(group = %group.name_any(), error = %err, "cannot record the group snapshot's error");
         }
         Retry(message)
     }

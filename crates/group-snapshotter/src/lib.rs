@@ -10,5 +10,7 @@
 //! - [`translate`]: the pure rules of both, with the upstream function each follows where it helps
 //!   (kubernetes-csi/external-snapshotter, pkg/common-controller and pkg/sidecar-controller).
 //! - [`controller`]: the watches, queues and writes that carry them out.
+//! - [`start`]: the wiring of both loops, for the binaries and `csi-sidecars`.
 pub mod controller;
+pub mod start;
 pub mod translate;

@@ -7,7 +7,10 @@
 //! - **csi-snapshotter** (beside each driver) calls CreateVolumeGroupSnapshot and DeleteVolumeGroupSnapshot for its
 //!   driver's group contents.
 //!
-//! - [`translate`]: the pure rules of both (reference: ../shared/reference/external-snapshotter.md §4).
+//! - [`translate`]: the pure rules of both, with the upstream function each follows where it helps
+//!   (kubernetes-csi/external-snapshotter, pkg/common-controller and pkg/sidecar-controller).
 //! - [`controller`]: the watches, queues and writes that carry them out.
+//! - [`start`]: the wiring of both loops, for the binaries and `csi-sidecars`.
 pub mod controller;
+pub mod start;
 pub mod translate;

@@ -1,4 +1,5 @@
-//! Pre-provisioned group snapshots (reference §4.2 item 8): a VolumeGroupSnapshot naming
+//! Pre-provisioned group snapshots (upstream: external-snapshotter, pkg/common-controller/
+//! groupsnapshot_controller_helper.go, `checkAndBindGroupSnapshotContent`): a VolumeGroupSnapshot naming
 //! `source.volumeGroupSnapshotContentName` binds to a VolumeGroupSnapshotContent an administrator made from a group
 //! snapshot that exists on the storage already (`source.groupSnapshotHandles`).
 //!
@@ -7,38 +8,11 @@
 //! csi-snapshotter asks the driver with GetVolumeGroupSnapshot; beyond upstream, the answer's snapshots fill the
 //! content's `volumeSnapshotInfoList`, so the members are made as for a dynamic group (see [`super::members`]).
 
-use serde_json::json;
 use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotContent};
 
-use super::names::{EVENT_CONTENT_MISBOUND, EVENT_CONTENT_MISMATCH, EVENT_CONTENT_MISSING};
-
-/// What binding writes into the pre-provisioned content; fields left `None` are already right.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ContentBindPatch {
-    /// `spec.volumeGroupSnapshotRef.uid`.
-    pub group_uid: Option<String>,
-    /// `spec.volumeGroupSnapshotClassName`, the group's, when the content names none.
-    pub class_name: Option<String>,
-}
-
-impl ContentBindPatch {
-    /// The merge patch of the content.
-    pub fn merge_patch(&self) -> serde_json::Value {
-        let mut spec = serde_json::Map::new();
-        if let Some(uid) = &self.group_uid {
-            spec.insert("volumeGroupSnapshotRef".into(), json!({ "uid": uid }));
-        }
-        if let Some(class) = &self.class_name {
-            spec.insert("volumeGroupSnapshotClassName".into(), json!(class));
-        }
-        json!({ "spec": spec })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.group_uid.is_none() && self.class_name.is_none()
-    }
-}
+use super::names::{EVENT_BIND_FAILED, EVENT_CONTENT_MISBOUND, EVENT_CONTENT_MISMATCH, EVENT_CONTENT_MISSING};
+use super::patch::ContentBindPatch;
 
 /// Whether a pre-provisioned group snapshot may bind to `content` (the object named by its
 /// `source.volumeGroupSnapshotContentName`, `None` when it does not exist), and what binding writes. A refusal is
@@ -74,6 +48,25 @@ pub fn bind_pre_provisioned(
         group_uid: reference.uid.is_none().then(|| group.metadata.uid.clone()).flatten(),
         class_name,
     })
+}
+
+/// The content could not be bound: the API server refused the write of [`bind_pre_provisioned`]'s patch.
+pub fn bind_failed(content_name: &str, error: &str) -> PlannedEvent {
+    let message = format!("Failed to bind VolumeGroupSnapshotContent {content_name}: {error}");
+    PlannedEvent::warning(EVENT_BIND_FAILED, message)
+}
+
+/// Whether the content a group snapshot found (bound, named or created) points back at it by name and UID; a
+/// content bound to another group snapshot is refused (upstream: external-snapshotter, pkg/common-controller/
+/// groupsnapshot_controller_helper.go, `syncUnreadyGroupSnapshot`).
+pub fn check_bound(group: &VolumeGroupSnapshot, content: &VolumeGroupSnapshotContent) -> Result<(), PlannedEvent> {
+    let reference = &content.spec.volume_group_snapshot_ref;
+    if reference.uid != group.metadata.uid || reference.name != group.metadata.name {
+        let name = content.metadata.name.as_deref().unwrap_or_default();
+        let message = format!("VolumeGroupSnapshotContent {name} is bound to a different group snapshot");
+        return Err(PlannedEvent::warning(EVENT_CONTENT_MISBOUND, message));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -185,22 +178,39 @@ mod tests {
     }
 
     #[test]
-    fn the_bind_patch_writes_only_what_is_missing() {
-        // (patch, merge patch)
+    fn a_group_goes_on_only_with_a_content_pointing_back_at_it() {
+        // (rule, content, refused)
         let table = [
-            (ContentBindPatch::default(), json!({ "spec": {} })),
-            (
-                ContentBindPatch { group_uid: Some("u".into()), class_name: None },
-                json!({ "spec": { "volumeGroupSnapshotRef": { "uid": "u" } } }),
-            ),
-            (
-                ContentBindPatch { group_uid: Some("u".into()), class_name: Some("gold".into()) },
-                json!({ "spec": { "volumeGroupSnapshotRef": { "uid": "u" }, "volumeGroupSnapshotClassName": "gold" } }),
-            ),
+            ("bound by name and UID", content("group", Some("group-uid"), true, None), false),
+            ("dynamic, bound by name and UID", content("group", Some("group-uid"), false, None), false),
+            ("another group of another name", content("other", Some("group-uid"), true, None), true),
+            ("a group of the same name before this one", content("group", Some("old-uid"), true, None), true),
+            ("no UID yet", content("group", None, true, None), true),
         ];
-        for (patch, want) in table {
-            assert_eq!(patch.merge_patch(), want, "{patch:?}");
-            assert_eq!(patch.is_empty(), want["spec"].as_object().unwrap().is_empty());
+        for (rule, content, refused) in table {
+            let got = check_bound(&group(None), &content);
+            match refused {
+                false => assert_eq!(got, Ok(()), "{rule}"),
+                true => assert_eq!(
+                    got,
+                    Err(PlannedEvent::warning(
+                        EVENT_CONTENT_MISBOUND,
+                        "VolumeGroupSnapshotContent imported is bound to a different group snapshot"
+                    )),
+                    "{rule}"
+                ),
+            }
         }
+    }
+
+    #[test]
+    fn a_refused_bind_names_the_content_and_the_error() {
+        assert_eq!(
+            bind_failed("imported", "conflict"),
+            PlannedEvent::warning(
+                "GroupSnapshotBindFailed",
+                "Failed to bind VolumeGroupSnapshotContent imported: conflict"
+            )
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! The VolumeGroupSnapshotContent the snapshot-controller creates for a dynamic group snapshot
-//! (reference §4.2 item 5).
+//! The VolumeGroupSnapshotContent the snapshot-controller creates for a dynamic group snapshot, named after the
+//! group's UID and created once (upstream: external-snapshotter, pkg/common-controller/
+//! groupsnapshot_controller_helper.go, `createGroupSnapshotContent`).
 
 use std::collections::BTreeMap;
 
@@ -10,17 +11,29 @@ use snapshot_api::{
     VolumeGroupSnapshotContentSpec,
 };
 
+use sidecar_runtime::events::PlannedEvent;
+use snapshot_api::names::FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND;
+
 use super::names::{
     ANN_GROUP_DELETION_SECRET_NAME, ANN_GROUP_DELETION_SECRET_NAMESPACE, DYNAMIC_GROUP_CONTENT_NAME_PREFIX,
-    GROUP_SNAPSHOT_API_VERSION, KIND_VOLUME_GROUP_SNAPSHOT,
+    EVENT_CONTENT_CREATION_FAILED, EVENT_CREATING_GROUP_SNAPSHOT, GROUP_SNAPSHOT_API_VERSION,
+    KIND_VOLUME_GROUP_SNAPSHOT,
 };
-use super::secrets::SecretReference;
+use super::secrets::{SecretError, SecretReference};
 use super::selection::SelectedVolume;
 
 /// `groupsnapcontent-<group UID>`: one name per group snapshot, so that a content created before a crash is found
 /// again instead of created twice.
 pub fn dynamic_content_name(group_uid: &str) -> String {
     format!("{DYNAMIC_GROUP_CONTENT_NAME_PREFIX}{group_uid}")
+}
+
+/// The content that belongs to the group: the bound one, else the pre-provisioned one it names, else
+/// `groupsnapcontent-<uid>`.
+pub fn group_content_name(group: &VolumeGroupSnapshot) -> String {
+    let bound = group.status.as_ref().and_then(|s| s.bound_volume_group_snapshot_content_name.clone());
+    let named = || group.spec.source.volume_group_snapshot_content_name.clone();
+    bound.or_else(named).unwrap_or_else(|| dynamic_content_name(group.metadata.uid.as_deref().unwrap_or_default()))
 }
 
 /// The full reference to the group snapshot a content is bound to.
@@ -37,7 +50,8 @@ pub fn group_reference(group: &VolumeGroupSnapshot) -> ObjectReference {
 }
 
 /// The content to create: the selected volumes' handles in their order, the class's driver and deletion policy, and
-/// the deletion Secret (from [`super::secrets::deletion_secret`]) as annotations.
+/// the deletion Secret (from [`super::secrets::deletion_secret`]) as annotations. It is created with its
+/// bound-protection finalizer, so that no deletion can pass it before the snapshot-controller has seen it.
 pub fn dynamic_content(
     group: &VolumeGroupSnapshot,
     class: &VolumeGroupSnapshotClass,
@@ -54,6 +68,7 @@ pub fn dynamic_content(
         metadata: ObjectMeta {
             name: Some(dynamic_content_name(group.metadata.uid.as_deref().unwrap_or_default())),
             annotations,
+            finalizers: Some(vec![FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND.into()]),
             ..Default::default()
         },
         spec: VolumeGroupSnapshotContentSpec {
@@ -68,6 +83,25 @@ pub fn dynamic_content(
         },
         status: None,
     }
+}
+
+/// The Normal event once the content exists: the driver cuts the group next.
+pub fn creating_group_snapshot(group: &VolumeGroupSnapshot) -> PlannedEvent {
+    let namespace = group.metadata.namespace.as_deref().unwrap_or_default();
+    let name = group.metadata.name.as_deref().unwrap_or_default();
+    let message = format!("Waiting for a group snapshot {namespace}/{name} to be created by the CSI driver.");
+    PlannedEvent::normal(EVENT_CREATING_GROUP_SNAPSHOT, message)
+}
+
+/// The class's deletion Secret parameters cannot be resolved: no content is created.
+pub fn secret_refused(error: &SecretError) -> PlannedEvent {
+    PlannedEvent::warning(EVENT_CONTENT_CREATION_FAILED, error.to_string())
+}
+
+/// The API server refused the content.
+pub fn content_creation_failed(error: &str) -> PlannedEvent {
+    let message = format!("failed to create group snapshot content with error {error}");
+    PlannedEvent::warning(EVENT_CONTENT_CREATION_FAILED, message)
 }
 
 #[cfg(test)]
@@ -117,6 +151,12 @@ mod tests {
             // The selection's order, unchanged.
             assert_eq!(content.spec.source.volume_handles, Some(vec!["handle-b".to_string(), "handle-a".to_string()]));
             assert_eq!(content.spec.source.group_snapshot_handles, None);
+            assert_eq!(
+                content.metadata.finalizers,
+                Some(vec![
+                    "groupsnapshot.storage.kubernetes.io/volumegroupsnapshotcontent-bound-protection".to_string()
+                ])
+            );
             let annotations = content.metadata.annotations.unwrap_or_default();
             match secret {
                 None => assert!(annotations.is_empty()),
@@ -125,6 +165,60 @@ mod tests {
                     assert_eq!(annotations[ANN_GROUP_DELETION_SECRET_NAMESPACE], "kube-system");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_content_of_a_group_is_the_bound_one_else_the_named_one_else_its_own() {
+        let with = |bound: Option<&str>, named: Option<&str>| {
+            let mut group = group(None);
+            group.spec.source.volume_group_snapshot_content_name = named.map(str::to_string);
+            group.status = bound.map(|b| snapshot_api::VolumeGroupSnapshotStatus {
+                bound_volume_group_snapshot_content_name: Some(b.into()),
+                ..Default::default()
+            });
+            group
+        };
+        // (rule, group, content name)
+        let table = [
+            ("dynamic, not bound yet: named after the UID", with(None, None), "groupsnapcontent-group-uid"),
+            ("dynamic, bound", with(Some("groupsnapcontent-group-uid"), None), "groupsnapcontent-group-uid"),
+            ("pre-provisioned, not bound yet: the one it names", with(None, Some("imported")), "imported"),
+            ("the bound name wins", with(Some("bound"), Some("imported")), "bound"),
+        ];
+        for (rule, group, want) in table {
+            assert_eq!(group_content_name(&group), want, "{rule}");
+        }
+    }
+
+    #[test]
+    fn creation_events_name_the_group_or_the_error() {
+        // (event, want)
+        let table = [
+            (
+                creating_group_snapshot(&group(None)),
+                PlannedEvent::normal(
+                    "CreatingGroupSnapshot",
+                    "Waiting for a group snapshot ns/group to be created by the CSI driver.",
+                ),
+            ),
+            (
+                content_creation_failed("forbidden"),
+                PlannedEvent::warning(
+                    "GroupSnapshotContentCreationFailed",
+                    "failed to create group snapshot content with error forbidden",
+                ),
+            ),
+            (
+                secret_refused(&SecretError::Incomplete),
+                PlannedEvent::warning(
+                    "GroupSnapshotContentCreationFailed",
+                    "either name and namespace for group snapshotter secrets specified, both must be specified",
+                ),
+            ),
+        ];
+        for (event, want) in table {
+            assert_eq!(event, want);
         }
     }
 }

@@ -1,5 +1,6 @@
 //! csi-snapshotter's CreateVolumeGroupSnapshot for a dynamic group content, and what a failure means
-//! (reference §4.3 item 2, §2.2 for the flags).
+//! (upstream: external-snapshotter, pkg/sidecar-controller/groupsnapshot_helper.go, `createGroupSnapshotWrapper`;
+//! the name flags are csi-snapshotter's `--groupsnapshot-name-prefix` and `--groupsnapshot-name-uuid-length`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -144,7 +145,16 @@ pub fn creation_failure(content_name: &str, error: &CallError) -> CreationFailur
     }
 }
 
-/// A content CreateVolumeGroupSnapshot could not be asked for: a Warning, and nothing is in flight.
+/// CreateVolumeGroupSnapshot could not be asked for because its Secret could not be read (`message`): a Warning,
+/// and nothing is in flight.
+pub fn creation_refused(message: String) -> CreationFailure {
+    CreationFailure {
+        release_being_created: true,
+        event: PlannedEvent::warning(EVENT_GROUP_SNAPSHOT_CREATION_FAILED, message),
+    }
+}
+
+/// A content CreateVolumeGroupSnapshot cannot be asked for: a Warning, and nothing is in flight.
 pub fn request_refused(content_name: &str, error: &RequestError) -> CreationFailure {
     CreationFailure {
         release_being_created: true,

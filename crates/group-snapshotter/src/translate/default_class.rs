@@ -1,5 +1,6 @@
 //! The class of a dynamic group snapshot that names none: the one VolumeGroupSnapshotClass of its volumes' driver
-//! annotated `groupsnapshot.storage.kubernetes.io/is-default-class: "true"` (reference §4.2 item 1).
+//! annotated `groupsnapshot.storage.kubernetes.io/is-default-class: "true"` (upstream: external-snapshotter,
+//! pkg/common-controller/groupsnapshot_controller_helper.go, `SetDefaultGroupSnapshotClass`).
 //!
 //! Upstream takes the driver of the first volume it finds; here every selected volume must have the same driver, and
 //! a group spanning drivers is refused up front, naming the claims, instead of failing later on the first mismatch.
@@ -7,7 +8,9 @@
 use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::VolumeGroupSnapshotClass;
 
-use super::names::{ANN_GROUP_IS_DEFAULT_CLASS, EVENT_CREATE_CONTENT_FAILED, EVENT_SET_DEFAULT_CLASS_FAILED};
+use super::names::{
+    ANN_GROUP_IS_DEFAULT_CLASS, EVENT_CREATE_CONTENT_FAILED, EVENT_GET_CLASS_FAILED, EVENT_SET_DEFAULT_CLASS_FAILED,
+};
 use super::selection::{Refusal, SelectedVolume};
 
 /// The one CSI driver of the group's volumes.
@@ -40,6 +43,14 @@ pub fn default_group_class<'c>(
         EVENT_SET_DEFAULT_CLASS_FAILED,
         format!("Failed to set default group snapshot class with error {error}"),
     ))
+}
+
+/// The class a group snapshot names does not exist (the text is upstream's, the API server's NotFound).
+pub fn class_not_found(name: &str) -> PlannedEvent {
+    let message = format!(
+        "Failed to get group snapshot class with error volumegroupsnapshotclass.groupsnapshot.storage.k8s.io \"{name}\" not found"
+    );
+    PlannedEvent::warning(EVENT_GET_CLASS_FAILED, message)
 }
 
 fn is_default_for(class: &VolumeGroupSnapshotClass, driver: &str) -> bool {
@@ -116,5 +127,16 @@ mod tests {
             )]
         );
         assert!(group_driver(&[]).is_err());
+    }
+
+    #[test]
+    fn a_missing_class_is_named() {
+        assert_eq!(
+            class_not_found("gold"),
+            PlannedEvent::warning(
+                "GetGroupSnapshotClassFailed",
+                "Failed to get group snapshot class with error volumegroupsnapshotclass.groupsnapshot.storage.k8s.io \"gold\" not found"
+            )
+        );
     }
 }

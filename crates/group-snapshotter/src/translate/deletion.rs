@@ -1,5 +1,8 @@
 //! Deleting a group snapshot: what the snapshot-controller does with the group, its content and its members
-//! (reference §4.2 items 9–10), and what csi-snapshotter does with the content (§4.3 item 1).
+//! (upstream: external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+//! `processGroupSnapshotWithDeletionTimestamp`), and what csi-snapshotter does with the content
+//! (pkg/sidecar-controller/groupsnapshot_helper.go, `shouldDeleteGroupSnapshotContent` and
+//! `deleteCSIGroupSnapshotOperation`).
 
 use csi_client::proto::DeleteVolumeGroupSnapshotRequest;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
@@ -8,8 +11,8 @@ use snapshot_api::{DeletionPolicy, VolumeGroupSnapshot, VolumeGroupSnapshotConte
 
 use super::names::{
     ANN_GROUP_DELETION_SECRET_NAME, ANN_GROUP_DELETION_SECRET_NAMESPACE, ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED,
-    ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_GROUP_SNAPSHOT_DELETE_ERROR, EVENT_SNAPSHOT_DELETE_PENDING,
-    KIND_VOLUME_SNAPSHOT,
+    ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_CONTENT_DELETE_ERROR, EVENT_GROUP_SNAPSHOT_DELETE_ERROR,
+    EVENT_SNAPSHOT_DELETE_ERROR, EVENT_SNAPSHOT_DELETE_PENDING, KIND_VOLUME_SNAPSHOT,
 };
 use super::secrets::{SecretReference, secret_from_annotations};
 use snapshot_api::names::GROUP as SNAPSHOT_GROUP;
@@ -25,6 +28,27 @@ pub struct GroupDeletion {
     pub delete_members: Vec<String>,
     /// Remove the group's bound-protection finalizer now. With a Delete content it stays until the content is gone.
     pub remove_finalizer: bool,
+}
+
+impl GroupDeletion {
+    /// The steps a run still has to carry out, given the content and members as they are now: a content marked or
+    /// being deleted already, and members being deleted already, need no write again. The finalizer's fate does not
+    /// change.
+    pub fn left_to_do(self, content: Option<&VolumeGroupSnapshotContent>, members: &[VolumeSnapshot]) -> GroupDeletion {
+        let marked = content
+            .and_then(|c| c.metadata.annotations.as_ref())
+            .is_some_and(|a| a.contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED));
+        let content_going = content.is_some_and(|c| c.metadata.deletion_timestamp.is_some());
+        let going = |name: &String| {
+            members.iter().any(|m| m.metadata.name.as_ref() == Some(name) && m.metadata.deletion_timestamp.is_some())
+        };
+        GroupDeletion {
+            mark_content_being_deleted: self.mark_content_being_deleted && !marked,
+            delete_content: self.delete_content && !content_going,
+            delete_members: self.delete_members.into_iter().filter(|m| !going(m)).collect(),
+            remove_finalizer: self.remove_finalizer,
+        }
+    }
 }
 
 /// The snapshot-controller's steps for a group snapshot with a deletion timestamp. `members` are the
@@ -52,6 +76,17 @@ pub fn group_deletion(
         delete_members: member_names,
         remove_finalizer: !delete_content,
     })
+}
+
+/// The API server refused to delete the group's content ([`GroupDeletion::delete_content`]).
+pub fn content_delete_failed(error: &str) -> PlannedEvent {
+    let message = format!("Failed to delete group snapshot content API object: {error}");
+    PlannedEvent::warning(EVENT_CONTENT_DELETE_ERROR, message)
+}
+
+/// The API server refused to delete a member ([`GroupDeletion::delete_members`]).
+pub fn member_delete_failed(member: &str, error: &str) -> PlannedEvent {
+    PlannedEvent::warning(EVENT_SNAPSHOT_DELETE_ERROR, format!("Failed to delete snapshot {member}: {error}"))
 }
 
 /// Whether the snapshot-controller deletes a content whose group snapshot is gone (`group_uid_now`: the UID of the
@@ -212,6 +247,13 @@ pub fn content_deletion(content: &VolumeGroupSnapshotContent) -> Result<ContentD
         ANN_GROUP_DELETION_SECRET_NAMESPACE,
     );
     Ok(ContentDeletion::DeleteGroupSnapshot(GroupSnapshotToDelete { group_snapshot_id, snapshot_ids, secret }))
+}
+
+/// DeleteVolumeGroupSnapshot failed, or could not be asked (its Secret unreadable): csi-snapshotter's Warning on the
+/// content.
+pub fn group_snapshot_delete_failed(content_name: &str, error: &str) -> PlannedEvent {
+    let message = format!("failed to delete group snapshot content {content_name}: {error}");
+    PlannedEvent::warning(EVENT_GROUP_SNAPSHOT_DELETE_ERROR, message)
 }
 
 /// The content's status once its storage group snapshot is deleted: handle, readiness, creation time and error

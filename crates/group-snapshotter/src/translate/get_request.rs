@@ -1,11 +1,17 @@
-//! csi-snapshotter's GetVolumeGroupSnapshot for a pre-provisioned group content (reference §4.3 item 3): the
+//! csi-snapshotter's GetVolumeGroupSnapshot for a pre-provisioned group content (upstream: external-snapshotter,
+//! pkg/sidecar-controller/groupsnapshot_helper.go, `checkandUpdateGroupSnapshotContentStatusOperation`): the
 //! group's id and its snapshots' ids from `source.groupSnapshotHandles`, the Secret of the class's
 //! `group-snapshotter-get-secret-*` parameters.
 
 use std::collections::HashMap;
 
+use csi_client::CallError;
 use csi_client::proto::GetVolumeGroupSnapshotRequest;
+use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::VolumeGroupSnapshotContent;
+
+use super::create_request::CreationFailure;
+use super::names::EVENT_CONTENT_CHECK_FAILED;
 
 /// The request for a pre-provisioned content; `None` for a dynamic one (it has no handles to ask about).
 pub fn get_group_snapshot_request(
@@ -23,6 +29,17 @@ pub fn get_group_snapshot_request(
         snapshot_ids: handles.volume_snapshot_handles.clone(),
         secrets,
     })
+}
+
+/// GetVolumeGroupSnapshot could not be asked for (`message`: its Secret): a Warning. Nothing is being cut, so no
+/// being-created annotation is touched.
+pub fn get_refused(message: String) -> CreationFailure {
+    CreationFailure { release_being_created: false, event: PlannedEvent::warning(EVENT_CONTENT_CHECK_FAILED, message) }
+}
+
+/// GetVolumeGroupSnapshot failed.
+pub fn get_failed(content_name: &str, error: &CallError) -> CreationFailure {
+    get_refused(format!("failed to get group snapshot {content_name} from the CSI driver: {error}"))
 }
 
 #[cfg(test)]
@@ -81,6 +98,34 @@ mod tests {
             if let Some(request) = got {
                 assert_eq!(request.secrets, secrets, "{rule}");
             }
+        }
+    }
+
+    #[test]
+    fn failed_lookups_are_warnings_that_leave_the_annotations_alone() {
+        let error = CallError::Status {
+            method: "/csi.v1.GroupController/GetVolumeGroupSnapshot",
+            status: tonic::Status::new(tonic::Code::NotFound, "no such group"),
+        };
+        // (failure, message)
+        let table = [
+            (
+                get_refused("error getting secret creds in namespace ns: forbidden".into()),
+                "error getting secret creds in namespace ns: forbidden".to_string(),
+            ),
+            (
+                get_failed("imported", &error),
+                format!("failed to get group snapshot imported from the CSI driver: {error}"),
+            ),
+        ];
+        for (failure, message) in table {
+            assert_eq!(
+                failure,
+                CreationFailure {
+                    release_being_created: false,
+                    event: PlannedEvent::warning("GroupSnapshotContentCheckandUpdateFailed", message),
+                }
+            );
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The members of a dynamic group snapshot: for each snapshot the driver reported (one `volumeSnapshotInfoList`
 //! entry of the group content), one VolumeSnapshotContent and one VolumeSnapshot, so that each can be restored like
-//! any snapshot (reference §4.2 item 6, §4.4).
+//! any snapshot (upstream: external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+//! `createSnapshotsForGroupSnapshotContent`).
 //!
 //! Names are derived, not random: `snapshot-` / `snapcontent-` followed by the 64 hex digits of
 //! SHA-256(group UID ‖ volume handle). A controller restarted mid-way finds what it created, and tools (Kubernetes'
@@ -188,6 +189,13 @@ pub fn member(
     })
 }
 
+/// Whether `snapshot` is a member of `group`: in its namespace, owned by it (an ownerReference with its UID).
+pub fn is_member_of(snapshot: &VolumeSnapshot, group: &VolumeGroupSnapshot) -> bool {
+    let uid = group.metadata.uid.as_deref().unwrap_or_default();
+    let owned = snapshot.metadata.owner_references.iter().flatten().any(|o| o.uid == uid);
+    snapshot.metadata.namespace == group.metadata.namespace && owned
+}
+
 /// The member content's back-reference: kind, name and namespace at creation; the UID once the snapshot exists.
 pub fn member_snapshot_reference(
     group: &VolumeGroupSnapshot,
@@ -217,7 +225,7 @@ pub fn member_content_status(info: &VolumeSnapshotInfo, group_handle: &str) -> V
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use snapshot_api::{
         DeletionPolicy, VolumeGroupSnapshotContentSource, VolumeGroupSnapshotContentSpec,
         VolumeGroupSnapshotContentStatus,
@@ -260,7 +268,8 @@ mod tests {
         assert_eq!(volume_for_handle([&other_driver], "d", "handle-a"), None);
     }
 
-    fn group_content(handle: Option<&str>, secret: bool) -> VolumeGroupSnapshotContent {
+    /// A dynamic group content (policy Retain) with the group handle `handle`, and the deletion Secret or not.
+    pub(crate) fn group_content(handle: Option<&str>, secret: bool) -> VolumeGroupSnapshotContent {
         let annotations = secret.then(|| {
             BTreeMap::from([
                 (ANN_GROUP_DELETION_SECRET_NAME.to_string(), "creds".to_string()),
@@ -400,5 +409,30 @@ mod tests {
         let reference = member_snapshot_reference(&group(None), "handle-a", Some("snap-uid".into()));
         assert_eq!(reference.uid.as_deref(), Some("snap-uid"));
         assert_eq!(reference.name, Some(member_snapshot_name("group-uid", "handle-a")));
+    }
+
+    #[test]
+    fn members_are_the_snapshots_the_group_owns_in_its_namespace() {
+        let group = group(None);
+        let content = group_content(Some("group-handle"), false);
+        let mut member = member(&group, &content, &info(Some("handle-a"), Some("snap-a")), None).unwrap().snapshot;
+        let mut elsewhere = member.clone();
+        elsewhere.metadata.namespace = Some("other".into());
+        let mut another_group = member.clone();
+        another_group.metadata.owner_references.as_mut().unwrap()[0].uid = "other-uid".into();
+        let mut unowned = member.clone();
+        unowned.metadata.owner_references = None;
+        // (rule, snapshot, member)
+        let table = [
+            ("made for the group", member.clone(), true),
+            ("the same owner in another namespace", elsewhere, false),
+            ("owned by another group", another_group, false),
+            ("owned by nothing", unowned, false),
+        ];
+        for (rule, snapshot, want) in table {
+            assert_eq!(is_member_of(&snapshot, &group), want, "{rule}");
+        }
+        member.metadata.owner_references.as_mut().unwrap().insert(0, OwnerReference::default());
+        assert!(is_member_of(&member, &group), "any of its owners");
     }
 }

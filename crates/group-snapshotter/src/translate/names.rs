@@ -1,4 +1,5 @@
-//! The event reasons of the group rules, spelled as upstream's (reference §4), and the API names they use.
+//! The event reasons of the group rules, spelled as upstream's (external-snapshotter's common and sidecar
+//! controllers), and the API names they use.
 
 pub use snapshot_api::names::{
     ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, ANN_GROUP_DELETION_SECRET_NAME,
@@ -11,7 +12,8 @@ pub use snapshot_api::names::{
 
 /// The `apiVersion` and kind of member VolumeSnapshots, as their contents' `volumeSnapshotRef` names them.
 pub use snapshot_api::names::{API_VERSION as SNAPSHOT_API_VERSION, KIND_VOLUME_SNAPSHOT};
-/// Member object names: `snapshot-<hash>` and `snapcontent-<hash>` (reference §4.4).
+/// Member object names: `snapshot-<hash>` and `snapcontent-<hash>`, the hash of the group's UID and the volume
+/// handle (upstream since v8.3).
 pub const MEMBER_SNAPSHOT_NAME_PREFIX: &str = "snapshot-";
 pub use snapshot_api::names::DYNAMIC_CONTENT_NAME_PREFIX as MEMBER_CONTENT_NAME_PREFIX;
 

@@ -1,7 +1,8 @@
 //! The Secret DeleteVolumeGroupSnapshot (and CreateVolumeGroupSnapshot) is called with: named by the class
 //! parameters `csi.storage.k8s.io/group-snapshotter-secret-name` / `-namespace`, possibly through templates, and kept
 //! on the content as the `groupsnapshot.storage.kubernetes.io/deletion-secret-*` annotations, so that deletion
-//! works after the class is gone (reference §4.2 item 5).
+//! works after the class is gone (upstream: external-snapshotter, pkg/common-controller/
+//! groupsnapshot_controller_helper.go, `createGroupSnapshotContent`).
 
 use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
 use std::collections::BTreeMap;
@@ -70,7 +71,7 @@ pub fn deletion_secret(
 }
 
 /// The Secret GetVolumeGroupSnapshot of a pre-provisioned content is called with: the class parameters
-/// `csi.storage.k8s.io/group-snapshotter-get-secret-name` / `-namespace` (reference §4.3 item 3). A pre-provisioned
+/// `csi.storage.k8s.io/group-snapshotter-get-secret-name` / `-namespace`. A pre-provisioned
 /// content has no group snapshot of its own to name, so the only token is `${volumegroupsnapshotcontent.name}`.
 pub fn get_secret(
     parameters: Option<&BTreeMap<String, String>>,
@@ -118,6 +119,11 @@ fn resolve(key: &'static str, template: &str, tokens: &[(&str, &str)]) -> Result
 
 fn invalid(key: &'static str, (value, resolved): (String, String), what: &'static str) -> SecretError {
     SecretError::Invalid { key, value, resolved, what }
+}
+
+/// The Secret could not be read: the text of the Warning (and the status error) of the driver call it was for.
+pub fn secret_read_error(secret: &SecretReference, error: &str) -> String {
+    format!("error getting secret {} in namespace {}: {error}", secret.name, secret.namespace)
 }
 
 /// The content's deletion Secret annotations, when it has both.
@@ -223,5 +229,14 @@ mod tests {
             }
         }
         assert_eq!(get_secret(None, "imported"), Ok(None));
+    }
+
+    #[test]
+    fn an_unreadable_secret_is_named() {
+        let secret = SecretReference { name: "creds".into(), namespace: "kube-system".into() };
+        assert_eq!(
+            secret_read_error(&secret, "secrets \"creds\" is forbidden"),
+            "error getting secret creds in namespace kube-system: secrets \"creds\" is forbidden"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Which volumes a dynamic group snapshot is of: its selector → the claims of its namespace → their bound CSI
-//! volumes (reference §4.2 item 4). Every claim that cannot be snapshotted is reported, each in its own event naming
-//! it, so that a user fixes them all at once (upstream stops at the first).
+//! volumes (upstream: external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+//! `getVolumesFromVolumeGroupSnapshot`). Every claim that cannot be snapshotted is reported, each in its own event
+//! naming it, so that a user fixes them all at once (upstream stops at the first).
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use sidecar_runtime::events::PlannedEvent;
@@ -34,8 +35,13 @@ impl Refusal {
 
     /// Every event's message, in order, for the group snapshot's status.
     pub fn message(&self) -> String {
-        self.events.iter().map(|e| e.message.as_str()).collect::<Vec<_>>().join("; ")
+        refusal_message(&self.events)
     }
+}
+
+/// The text of a refusal for `status.error`: every event's message, in order, joined by `; `.
+pub fn refusal_message(events: &[PlannedEvent]) -> String {
+    events.iter().map(|e| e.message.as_str()).collect::<Vec<_>>().join("; ")
 }
 
 /// The volumes of a dynamic group snapshot, in claim-name order (the order the API server lists claims in, which is
@@ -324,5 +330,23 @@ pub(crate) mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn a_refusal_reads_as_its_events_in_order() {
+        let warning = |message: &str| PlannedEvent::warning(EVENT_CONTENT_CREATION_FAILED, message.to_string());
+        // (events, message)
+        let table = [
+            (vec![], ""),
+            (vec![warning("PVC a is not bound")], "PVC a is not bound"),
+            (
+                vec![warning("PVC a is not bound"), warning("PVC b is not bound")],
+                "PVC a is not bound; PVC b is not bound",
+            ),
+        ];
+        for (events, want) in table {
+            assert_eq!(refusal_message(&events), want);
+            assert_eq!(Refusal { events }.message(), want);
+        }
     }
 }

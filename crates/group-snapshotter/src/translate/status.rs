@@ -1,5 +1,6 @@
 //! Statuses: the driver's answer on the group content (csi-snapshotter), the content's status on the group snapshot
-//! (snapshot-controller, reference §4.2 item 7), and when to ask the driver again.
+//! (snapshot-controller; upstream: external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+//! `updateGroupSnapshotStatus`), and when to ask the driver again.
 //!
 //! Beyond upstream: upstream writes a content's `volumeSnapshotInfoList` once, from the first answer, and stops
 //! asking once the group is ready, so a member that was not ready in that answer stays "not ready" in the list.
@@ -10,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::{
-    VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeGroupSnapshotContentStatus, VolumeGroupSnapshotStatus,
-    VolumeSnapshotContentStatus, VolumeSnapshotInfo,
+    SnapshotError, VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeGroupSnapshotContentStatus,
+    VolumeGroupSnapshotStatus, VolumeSnapshotContentStatus, VolumeSnapshotInfo,
 };
 
 use super::members::member_content_status;
@@ -81,7 +82,9 @@ pub enum DriverCall {
     Nothing,
 }
 
-/// What to ask the driver about `content` (reference §4.3 items 2–3).
+/// What to ask the driver about `content`: a dynamic content is created, a pre-provisioned one is looked up with
+/// GetVolumeGroupSnapshot (upstream: external-snapshotter, pkg/sidecar-controller/groupsnapshot_helper.go,
+/// `syncGroupSnapshotContent`).
 pub fn driver_call(content: &VolumeGroupSnapshotContent) -> DriverCall {
     let status = content.status.as_ref();
     let cut = status.and_then(|s| s.volume_group_snapshot_handle.as_ref()).is_some();
@@ -155,6 +158,41 @@ pub fn group_status(
         events.push(PlannedEvent::normal(EVENT_GROUP_SNAPSHOT_READY, format!("GroupSnapshot {key} is ready to use.")));
     }
     (status, events)
+}
+
+/// The group snapshot's status once its content exists: bound to it, not ready yet, and without the error of an
+/// earlier refusal.
+pub fn status_after_content_created(group: &VolumeGroupSnapshot, content_name: &str) -> VolumeGroupSnapshotStatus {
+    let mut status = group.status.clone().unwrap_or_default();
+    status.bound_volume_group_snapshot_content_name = Some(content_name.to_string());
+    status.ready_to_use = Some(false);
+    status.error = None;
+    status
+}
+
+/// The group snapshot's status after a refusal with `message`: the error and not ready. `None` when the status says
+/// so already, so that a refusal retried with backoff does not write (and wake the group) again (upstream:
+/// external-snapshotter, pkg/common-controller/groupsnapshot_controller_helper.go,
+/// `updateGroupSnapshotErrorStatusWithEvent`).
+pub fn refused_status(group: &VolumeGroupSnapshot, message: &str, now: Time) -> Option<VolumeGroupSnapshotStatus> {
+    let mut status = group.status.clone().unwrap_or_default();
+    if status.error.as_ref().and_then(|e| e.message.as_deref()) == Some(message) {
+        return None;
+    }
+    status.error = Some(SnapshotError { time: Some(now), message: Some(message.to_string()) });
+    status.ready_to_use = Some(false);
+    Some(status)
+}
+
+/// The group content's status after a failed or refused driver call: the error recorded, the rest kept.
+pub fn content_status_with_error(
+    content: &VolumeGroupSnapshotContent,
+    message: &str,
+    now: Time,
+) -> VolumeGroupSnapshotContentStatus {
+    let mut status = content.status.clone().unwrap_or_default();
+    status.error = Some(SnapshotError { time: Some(now), message: Some(message.to_string()) });
+    status
 }
 
 #[cfg(test)]

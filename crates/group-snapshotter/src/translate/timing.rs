@@ -1,7 +1,9 @@
-//! Which of the snapshot-controller's group operations (reference §4.2 item 11, §5) a sync starts or finishes on
-//! `snapshot_controller_operation_total_seconds`: `CreateGroupSnapshot` runs until the group has a creation time,
-//! `CreateGroupSnapshotAndReady` until it is ready, `DeleteGroupSnapshot` from the first sync of a group being
-//! deleted until it is gone. Starting an operation that runs already keeps its first start.
+//! Which of the snapshot-controller's group operations a sync starts or finishes on
+//! `snapshot_controller_operation_total_seconds` (upstream: external-snapshotter, pkg/common-controller/
+//! groupsnapshot_controller_helper.go, `syncUnreadyGroupSnapshot` and `updateGroupSnapshotStatus`):
+//! `CreateGroupSnapshot` runs until the group has a creation time, `CreateGroupSnapshotAndReady` until it is ready,
+//! `DeleteGroupSnapshot` from the first sync of a group being deleted until it is gone. Starting an operation that
+//! runs already keeps its first start.
 
 use sidecar_runtime::snapshot_operations::{
     CREATE_GROUP_SNAPSHOT, CREATE_GROUP_SNAPSHOT_AND_READY, DELETE_GROUP_SNAPSHOT, DYNAMIC, PRE_PROVISIONED,

@@ -4,39 +4,40 @@
 //! A dynamic group snapshot goes: selection and class → its content `groupsnapcontent-<uid>` (created once) →
 //! the bound-protection finalizers → the members, once csi-snapshotter has filled the content's status → the
 //! content's status carried to the group. A pre-provisioned one binds to the content it names instead of creating
-//! one, and goes on the same way (its members come from GetVolumeGroupSnapshot's answer). Deletion follows [`crate::translate::deletion::group_deletion`].
+//! one, and goes on the same way (its members come from GetVolumeGroupSnapshot's answer). Deletion follows
+//! [`crate::translate::deletion::group_deletion`].
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
-use sidecar_runtime::{Outcome, PlannedEvent};
+use sidecar_runtime::Outcome;
 use snapshot_api::names::{FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND, FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND};
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot};
 
 use super::Shared;
 use super::members::ensure_members;
 use super::writes::{Retry, api_error_text, create_or_get, delete_by_name};
-use crate::translate::binding::bind_pre_provisioned;
-use crate::translate::content::{dynamic_content, dynamic_content_name};
-use crate::translate::default_class::{default_group_class, group_driver};
-use crate::translate::deletion::{group_deletion, orphan_content_deletion};
-use crate::translate::names::{
-    ANN_VALUE_YES, ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, EVENT_BIND_FAILED, EVENT_CONTENT_CREATION_FAILED,
-    EVENT_CONTENT_DELETE_ERROR, EVENT_CONTENT_MISBOUND, EVENT_CREATING_GROUP_SNAPSHOT, EVENT_GET_CLASS_FAILED,
-    EVENT_SNAPSHOT_DELETE_ERROR,
+use crate::translate::binding::{bind_failed, bind_pre_provisioned, check_bound};
+use crate::translate::content::{
+    content_creation_failed, creating_group_snapshot, dynamic_content, dynamic_content_name, group_content_name,
+    secret_refused,
 };
+use crate::translate::default_class::{class_not_found, default_group_class, group_driver};
+use crate::translate::deletion::{
+    content_delete_failed, group_deletion, member_delete_failed, orphan_content_deletion,
+};
+use crate::translate::patch::{ContentAnnotationPatch, GroupClassPatch};
 use crate::translate::secrets::{TemplateValues, deletion_secret};
 use crate::translate::selection::{check_driver, select_volumes};
-use crate::translate::status::group_status;
+use crate::translate::status::{group_status, status_after_content_created};
 
-/// One run of a group snapshot key.
-pub(super) async fn sync_group(shared: &Shared, key: &str) -> Outcome {
-    let result = match shared.stores.group(key) {
-        Some(group) => sync(shared, (*group).clone()).await,
-        None => delete_orphans(shared, key).await,
+/// The worker entry: one run of a group snapshot key.
+pub(super) async fn sync_group(shared: Arc<Shared>, key: String) -> Outcome {
+    let result = match shared.stores.group(&key) {
+        Some(group) => sync(&shared, (*group).clone()).await,
+        None => delete_orphans(&shared, &key).await,
     };
     match result {
         Ok(()) => Outcome::Done,
@@ -47,21 +48,13 @@ pub(super) async fn sync_group(shared: &Shared, key: &str) -> Outcome {
     }
 }
 
-/// The content that belongs to the group: the bound one, else the pre-provisioned one it names, else
-/// `groupsnapcontent-<uid>`.
-fn content_name(group: &VolumeGroupSnapshot) -> String {
-    let bound = group.status.as_ref().and_then(|s| s.bound_volume_group_snapshot_content_name.clone());
-    let named = || group.spec.source.volume_group_snapshot_content_name.clone();
-    bound.or_else(named).unwrap_or_else(|| dynamic_content_name(&group.uid().unwrap_or_default()))
-}
-
 async fn sync(shared: &Shared, group: VolumeGroupSnapshot) -> Result<(), Retry> {
     if group.metadata.deletion_timestamp.is_some() {
         return delete(shared, &group).await;
     }
     let (group, content) = match (
         &group.spec.source.volume_group_snapshot_content_name,
-        shared.stores.group_content(&content_name(&group)),
+        shared.stores.group_content(&group_content_name(&group)),
     ) {
         (Some(_), content) => {
             let content = bind(shared, &group, content.as_deref()).await?;
@@ -70,16 +63,13 @@ async fn sync(shared: &Shared, group: VolumeGroupSnapshot) -> Result<(), Retry> 
         (None, Some(content)) => (group, (*content).clone()),
         (None, None) => create_content(shared, group).await?,
     };
-    let reference = &content.spec.volume_group_snapshot_ref;
-    if reference.uid != group.metadata.uid || reference.name != group.metadata.name {
-        let message =
-            format!("VolumeGroupSnapshotContent {} is bound to a different group snapshot", content.name_any());
-        return Err(shared.refuse(&group, &[PlannedEvent::warning(EVENT_CONTENT_MISBOUND, message)]).await);
+    if let Err(event) = check_bound(&group, &content) {
+        return Err(shared.refuse(&group, &[event]).await);
     }
 
     shared.start_operations(&group, &content.spec.driver);
 
-    // Bound: both get their protection, whatever the deletion policy (upstream 8.2).
+    // Bound: both get their protection, whatever the deletion policy (upstream since v8.2).
     shared.set_finalizer(&shared.groups_api(&group), &group, FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND, true).await?;
     let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
     shared.set_finalizer(&contents, &content, FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND, true).await?;
@@ -104,7 +94,7 @@ async fn bind(
     group: &VolumeGroupSnapshot,
     content: Option<&VolumeGroupSnapshotContent>,
 ) -> Result<VolumeGroupSnapshotContent, Retry> {
-    let name = content_name(group);
+    let name = group_content_name(group);
     let patch = match bind_pre_provisioned(group, &name, content) {
         Ok(patch) => patch,
         Err(event) => return Err(shared.refuse(group, &[event]).await),
@@ -116,10 +106,7 @@ async fn bind(
     let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
     match contents.patch(&name, &PatchParams::default(), &Patch::Merge(patch.merge_patch())).await {
         Ok(content) => Ok(content),
-        Err(err) => {
-            let message = format!("Failed to bind VolumeGroupSnapshotContent {name}: {}", api_error_text(&err));
-            Err(shared.refuse(group, &[PlannedEvent::warning(EVENT_BIND_FAILED, message)]).await)
-        }
+        Err(err) => Err(shared.refuse(group, &[bind_failed(&name, &api_error_text(&err))]).await),
     }
 }
 
@@ -148,12 +135,7 @@ async fn create_content(
     let class = match group.spec.volume_group_snapshot_class_name.clone() {
         Some(name) => match shared.stores.class(&name) {
             Some(class) => (*class).clone(),
-            None => {
-                let message = format!(
-                    "Failed to get group snapshot class with error volumegroupsnapshotclass.groupsnapshot.storage.k8s.io \"{name}\" not found"
-                );
-                return Err(shared.refuse(&group, &[PlannedEvent::warning(EVENT_GET_CLASS_FAILED, message)]).await);
-            }
+            None => return Err(shared.refuse(&group, &[class_not_found(&name)]).await),
         },
         None => {
             let driver = match group_driver(&selected) {
@@ -166,10 +148,10 @@ async fn create_content(
                 Ok(class) => class.clone(),
                 Err(event) => return Err(shared.refuse(&group, &[event]).await),
             };
-            let patch = json!({ "spec": { "volumeGroupSnapshotClassName": class.name_any() } });
+            let patch = GroupClassPatch { class_name: class.name_any() };
             group = shared
                 .groups_api(&group)
-                .patch(&group.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+                .patch(&group.name_any(), &PatchParams::default(), &Patch::Merge(patch.merge_patch()))
                 .await?;
             class
         }
@@ -182,28 +164,16 @@ async fn create_content(
     let values = TemplateValues { group_name: &group.name_any(), group_namespace: &namespace, content_name: &name };
     let secret = match deletion_secret(class.spec.parameters.as_ref(), values) {
         Ok(secret) => secret,
-        Err(err) => {
-            let event = PlannedEvent::warning(EVENT_CONTENT_CREATION_FAILED, err.to_string());
-            return Err(shared.refuse(&group, &[event]).await);
-        }
+        Err(err) => return Err(shared.refuse(&group, &[secret_refused(&err)]).await),
     };
-    let mut content = dynamic_content(&group, &class, &selected, secret.as_ref());
-    content.metadata.finalizers = Some(vec![FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND.into()]);
+    let content = dynamic_content(&group, &class, &selected, secret.as_ref());
     let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
     let content = match create_or_get(&contents, &content).await {
         Ok(content) => content,
-        Err(err) => {
-            let message = format!("failed to create group snapshot content with error {}", api_error_text(&err));
-            return Err(shared.refuse(&group, &[PlannedEvent::warning(EVENT_CONTENT_CREATION_FAILED, message)]).await);
-        }
+        Err(err) => return Err(shared.refuse(&group, &[content_creation_failed(&api_error_text(&err))]).await),
     };
-    let key = format!("{namespace}/{}", group.name_any());
-    let creating = format!("Waiting for a group snapshot {key} to be created by the CSI driver.");
-    shared.record(&group, &PlannedEvent::normal(EVENT_CREATING_GROUP_SNAPSHOT, creating)).await;
-    let mut status = group.status.clone().unwrap_or_default();
-    status.bound_volume_group_snapshot_content_name = content.metadata.name.clone();
-    status.ready_to_use = Some(false);
-    status.error = None;
+    shared.record(&group, &creating_group_snapshot(&group)).await;
+    let status = status_after_content_created(&group, &content.name_any());
     let group = shared.write_group_status(&group, &status).await?;
     Ok((group, content))
 }
@@ -222,8 +192,7 @@ async fn delete_orphans(shared: &Shared, key: &str) -> Result<(), Retry> {
     let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
     for content in orphans.iter().filter(|c| orphan_content_deletion(c, uid_now.as_deref())) {
         tracing::info!(group = key, content = %content.name_any(), "deleting the content of a group snapshot that is gone");
-        let annotations = BTreeMap::from([(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, ANN_VALUE_YES)]);
-        let patch = Patch::Merge(json!({ "metadata": { "annotations": annotations } }));
+        let patch = Patch::Merge(ContentAnnotationPatch::being_deleted().merge_patch());
         contents.patch(&content.name_any(), &PatchParams::default(), &patch).await?;
         delete_by_name(&contents, &content.name_any()).await?;
     }
@@ -236,41 +205,37 @@ async fn delete(shared: &Shared, group: &VolumeGroupSnapshot) -> Result<(), Retr
     if !group.finalizers().iter().any(|f| f == FINALIZER_VOLUME_GROUP_SNAPSHOT_BOUND) {
         return Ok(());
     }
-    let content = shared.stores.group_content(&content_name(group));
+    let content = shared.stores.group_content(&group_content_name(group));
     shared.start_operations(group, content.as_ref().map(|c| c.spec.driver.as_str()).unwrap_or_default());
     let members: Vec<VolumeSnapshot> = shared.stores.members_of(group);
     let claims = shared.stores.claims_in(&group.namespace().unwrap_or_default());
     let deletion = match group_deletion(group, content.as_deref(), &members, &claims) {
-        Ok(deletion) => deletion,
+        Ok(deletion) => deletion.left_to_do(content.as_deref(), &members),
         Err(event) => {
             shared.record(group, &event).await;
             return Err(Retry(event.message));
         }
     };
     let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
-    if let Some(content) = content.as_deref().filter(|_| deletion.mark_content_being_deleted) {
-        let marked = content.annotations().get(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED).is_some();
-        if !marked {
-            let annotations = BTreeMap::from([(ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED, ANN_VALUE_YES)]);
-            let patch = Patch::Merge(json!({ "metadata": { "annotations": annotations } }));
+    if let Some(content) = content.as_deref() {
+        if deletion.mark_content_being_deleted {
+            let patch = Patch::Merge(ContentAnnotationPatch::being_deleted().merge_patch());
             contents.patch(&content.name_any(), &PatchParams::default(), &patch).await?;
         }
         if deletion.delete_content
-            && content.metadata.deletion_timestamp.is_none()
             && let Err(err) = delete_by_name(&contents, &content.name_any()).await
         {
-            let message = format!("Failed to delete group snapshot content API object: {}", api_error_text(&err));
-            shared.record(group, &PlannedEvent::warning(EVENT_CONTENT_DELETE_ERROR, message.clone())).await;
-            return Err(Retry(message));
+            let event = content_delete_failed(&api_error_text(&err));
+            shared.record(group, &event).await;
+            return Err(Retry(event.message));
         }
     }
     let snapshots: Api<VolumeSnapshot> = Api::namespaced(shared.client.clone(), &group.namespace().unwrap_or_default());
     for member in &deletion.delete_members {
-        let deleting = members.iter().any(|m| m.name_any() == *member && m.metadata.deletion_timestamp.is_some());
-        if !deleting && let Err(err) = delete_by_name(&snapshots, member).await {
-            let message = format!("Failed to delete snapshot {member}: {}", api_error_text(&err));
-            shared.record(group, &PlannedEvent::warning(EVENT_SNAPSHOT_DELETE_ERROR, message.clone())).await;
-            return Err(Retry(message));
+        if let Err(err) = delete_by_name(&snapshots, member).await {
+            let event = member_delete_failed(member, &api_error_text(&err));
+            shared.record(group, &event).await;
+            return Err(Retry(event.message));
         }
     }
     if deletion.remove_finalizer {

@@ -8,15 +8,14 @@
 
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
 use snapshot_api::{
     VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent, VolumeSnapshotInfo,
 };
 
 use super::Shared;
 use super::writes::{Retry, create_or_get};
+use crate::translate::member_writes::member_writes;
 use crate::translate::members::{Member, member, volume_for_handle};
-use crate::translate::status::member_status_update;
 
 /// Every member of the group, made or refreshed. Any error stops the pass: the group is synced again.
 pub(super) async fn ensure_members(
@@ -53,25 +52,16 @@ async fn ensure_member(
         Some(snapshot) => (*snapshot).clone(),
         None => create_or_get(&snapshots, &wanted.snapshot).await?,
     };
+    let writes = member_writes(&wanted, &content, &snapshot, info, group_handle);
     let params = PatchParams::default();
-
-    // The content points at the snapshot by UID once the snapshot exists.
-    if content.spec.volume_snapshot_ref.uid.is_none() {
-        let patch = json!({ "spec": { "volumeSnapshotRef": { "uid": snapshot.uid() } } });
-        contents.patch(&content.name_any(), &params, &Patch::Merge(patch)).await?;
+    if let Some(patch) = writes.content_ref {
+        contents.patch(&content.name_any(), &params, &Patch::Merge(patch.merge_patch())).await?;
     }
-    if let Some(status) = member_status_update(info, group_handle, content.status.as_ref()) {
-        let patch = json!({ "status": status });
-        contents.patch_status(&content.name_any(), &params, &Patch::Merge(patch)).await?;
+    if let Some(patch) = writes.content_status {
+        contents.patch_status(&content.name_any(), &params, &Patch::Merge(patch.merge_patch())).await?;
     }
-    let current = snapshot.status.clone().unwrap_or_default();
-    let bound = &wanted.snapshot_status;
-    if current.bound_volume_snapshot_content_name.is_none() || current.volume_group_snapshot_name.is_none() {
-        let patch = json!({ "status": {
-            "boundVolumeSnapshotContentName": bound.bound_volume_snapshot_content_name,
-            "volumeGroupSnapshotName": bound.volume_group_snapshot_name,
-        }});
-        snapshots.patch_status(&snapshot.name_any(), &params, &Patch::Merge(patch)).await?;
+    if let Some(patch) = writes.snapshot_status {
+        snapshots.patch_status(&snapshot.name_any(), &params, &Patch::Merge(patch.merge_patch())).await?;
     }
     Ok(())
 }

@@ -3,9 +3,11 @@
 //! as upstream's `snapshot-controller-group-snapshot`. Every change of a group content wakes the group it points
 //! at, so the content needs no queue of its own here.
 //!
-//! - [`group`]: the group worker, in the order [`crate::translate`] documents.
-//! - [`members`]: the member VolumeSnapshotContents and VolumeSnapshots made from the driver's answer.
-//! - [`writes`]: how each write reaches the API server.
+//! - `stores`: the caches, and the watch handlers that route a change to the group it concerns
+//!   ([`crate::translate::queue_keys`]).
+//! - `group`: the worker entry `group::sync_group`, in the order [`crate::translate`] documents.
+//! - `members`: the member VolumeSnapshotContents and VolumeSnapshots made from the driver's answer.
+//! - `writes`: the shared context's own helpers: how each write, event and refusal reaches the API server.
 //!
 //! Pre-provisioned group snapshots (`source.volumeGroupSnapshotContentName`) bind to the content they name; beyond
 //! upstream, their members are made as a dynamic group's are.
@@ -15,8 +17,6 @@ mod members;
 mod stores;
 mod writes;
 
-pub use writes::now;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ use sidecar_runtime::snapshot_operations::SnapshotMetrics;
 use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
-use stores::{Feeds, Stores, group_key};
+use stores::{Feeds, Stores};
 
 /// How the group loop works, from the snapshot-controller's flags.
 #[derive(Clone, Debug)]
@@ -73,12 +73,8 @@ impl Controller {
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
         Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
-            .queue(&shared.groups, shared.options.workers, |shared, key| async move {
-                group::sync_group(&shared, &key).await
-            })
-            .resync(shared.options.resync_period, |shared| {
-                shared.stores.groups.state().iter().map(|g| group_key(g)).collect()
-            })
+            .queue(&shared.groups, shared.options.workers, group::sync_group)
+            .resync(shared.options.resync_period, |shared| shared.stores.group_keys())
             .serve(&stop)
             .await;
     }

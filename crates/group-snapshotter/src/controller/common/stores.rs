@@ -1,4 +1,4 @@
-//! The group loop's caches, and which change queues which group snapshot.
+//! The group loop's caches, and the watch handlers that queue the group snapshot a change concerns.
 
 use std::sync::Arc;
 
@@ -11,6 +11,8 @@ use snapshot_api::{
 };
 
 use super::Shared;
+use crate::translate::members::is_member_of;
+use crate::translate::queue_keys::{group_key, owner_group_keys, referenced_group_key, woken_by_claim, woken_by_class};
 
 /// Read-only views of the caches.
 pub struct Stores {
@@ -34,17 +36,6 @@ pub struct Feeds {
     volumes: CacheFeed<PersistentVolume>,
     snapshots: CacheFeed<VolumeSnapshot>,
     contents: CacheFeed<VolumeSnapshotContent>,
-}
-
-/// `namespace/name` of a group snapshot.
-pub fn group_key(group: &VolumeGroupSnapshot) -> String {
-    format!("{}/{}", group.namespace().unwrap_or_default(), group.name_any())
-}
-
-/// `namespace/name` of the group snapshot a group content points at.
-fn referenced_group_key(content: &VolumeGroupSnapshotContent) -> String {
-    let reference = &content.spec.volume_group_snapshot_ref;
-    format!("{}/{}", reference.namespace.as_deref().unwrap_or_default(), reference.name.as_deref().unwrap_or_default())
 }
 
 impl Stores {
@@ -90,6 +81,11 @@ impl Stores {
         self.contents.get(&ObjectRef::new(name))
     }
 
+    /// Every group snapshot's key, for the resync.
+    pub fn group_keys(&self) -> Vec<String> {
+        self.groups.state().iter().map(|g| group_key(g)).collect()
+    }
+
     /// The group contents whose reference names the group snapshot of a `namespace/name` key.
     pub fn contents_of(&self, key: &str) -> Vec<Arc<VolumeGroupSnapshotContent>> {
         self.group_contents.state().into_iter().filter(|c| referenced_group_key(c) == key).collect()
@@ -101,17 +97,14 @@ impl Stores {
         claims.map(|c| (*c).clone()).collect()
     }
 
-    /// The VolumeSnapshots a group snapshot owns (by the UID of their ownerReference).
+    /// The VolumeSnapshots a group snapshot owns ([`is_member_of`]).
     pub fn members_of(&self, group: &VolumeGroupSnapshot) -> Vec<VolumeSnapshot> {
-        let uid = group.uid().unwrap_or_default();
-        let namespace = group.namespace();
-        let owned =
-            |s: &VolumeSnapshot| s.namespace() == namespace && s.owner_references().iter().any(|o| o.uid == uid);
-        self.snapshots.state().into_iter().filter(|s| owned(s)).map(|s| (*s).clone()).collect()
+        self.snapshots.state().into_iter().filter(|s| is_member_of(s, group)).map(|s| (*s).clone()).collect()
     }
 }
 
-/// The watches feeding the caches and the queue.
+/// The watches feeding the caches and the queue. Each handler only routes: which group a change concerns is
+/// [`crate::translate::queue_keys`]'s to say.
 pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let client = shared.client.clone();
     let mut watches = Watches::default();
@@ -130,53 +123,33 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
         Change::Listed => {}
     });
 
-    // A content's news (its handle, its members, its being gone) is its group's to act on.
     let s = shared.clone();
     watches.watch(feeds.group_contents, Api::all(client.clone()), move |change| match change {
         Change::Applied { object, .. } | Change::Deleted(object) => s.groups.add(referenced_group_key(object)),
         Change::Listed => {}
     });
 
-    // A new class lets groups waiting for their default class go on at once.
     let s = shared.clone();
     watches.watch(feeds.classes, Api::all(client.clone()), move |change| {
         if let Change::Applied { listed: false, .. } = change {
-            for group in s.stores.groups.state() {
-                if group.status.as_ref().and_then(|st| st.bound_volume_group_snapshot_content_name.as_ref()).is_none() {
-                    s.groups.add(group_key(&group));
-                }
-            }
+            woken_by_class(&s.stores.groups.state()).into_iter().for_each(|key| s.groups.add(key));
         }
     });
 
-    // A claim bound later lets a group whose selection was refused go on at once.
     let s = shared.clone();
     watches.watch(feeds.claims, Api::all(client.clone()), move |change| {
         if let Change::Applied { object: claim, listed: false, .. } = change {
-            let namespace = claim.namespace();
-            for group in s.stores.groups.state() {
-                let unbound =
-                    group.status.as_ref().and_then(|st| st.bound_volume_group_snapshot_content_name.as_ref()).is_none();
-                if unbound && group.namespace() == namespace {
-                    s.groups.add(group_key(&group));
-                }
-            }
+            woken_by_claim(&s.stores.groups.state(), claim).into_iter().for_each(|key| s.groups.add(key));
         }
     });
     watches.watch(feeds.volumes, Api::all(client.clone()), |_| {});
 
-    // A member's change (made ready, deleted) goes to its group.
     let s = shared.clone();
-    watches.watch(feeds.snapshots, Api::all(client.clone()), move |change| {
-        let object = match change {
-            Change::Applied { object, .. } | Change::Deleted(object) => object,
-            Change::Listed => return,
-        };
-        let owners =
-            object.owner_references().iter().filter(|o| o.kind == snapshot_api::names::KIND_VOLUME_GROUP_SNAPSHOT);
-        for owner in owners {
-            s.groups.add(format!("{}/{}", object.namespace().unwrap_or_default(), owner.name));
+    watches.watch(feeds.snapshots, Api::all(client.clone()), move |change| match change {
+        Change::Applied { object, .. } | Change::Deleted(object) => {
+            owner_group_keys(object).into_iter().for_each(|key| s.groups.add(key));
         }
+        Change::Listed => {}
     });
     watches.watch(feeds.contents, Api::all(client), |_| {});
     watches

@@ -1,23 +1,21 @@
 //! How the group loop's writes reach the API server: merge patches of statuses (subresource) and annotations, the
 //! group's and the content's finalizers through guarded updates, creations that tolerate AlreadyExists.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
 use sidecar_runtime::PlannedEvent;
 pub use sidecar_runtime::api_error::api_error_text;
 use sidecar_runtime::update::set_finalizer;
-use snapshot_api::{SnapshotError, VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
+use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
 
 use super::Shared;
+use crate::controller::now;
+use crate::translate::patch::GroupStatusPatch;
+use crate::translate::selection::refusal_message;
+use crate::translate::status::refused_status;
 use crate::translate::timing::{group_snapshot_type, operations_done, operations_to_start};
 
 pub use sidecar_runtime::api_error::Retry;
-
-pub fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
 
 /// Creates `object`, or reads the one a previous run created under the same (derived) name.
 pub async fn create_or_get<K>(api: &Api<K>, object: &K) -> Result<K, kube::Error>
@@ -41,16 +39,6 @@ where
     }
 }
 
-/// Merge patch of a whole status: every field written, unset ones as null so that a cleared error goes away.
-pub fn group_status_patch(status: &VolumeGroupSnapshotStatus) -> serde_json::Value {
-    json!({ "status": {
-        "boundVolumeGroupSnapshotContentName": status.bound_volume_group_snapshot_content_name,
-        "creationTime": status.creation_time,
-        "readyToUse": status.ready_to_use,
-        "error": status.error,
-    }})
-}
-
 impl Shared {
     pub(super) fn groups_api(&self, group: &VolumeGroupSnapshot) -> Api<VolumeGroupSnapshot> {
         Api::namespaced(self.client.clone(), &group.namespace().unwrap_or_default())
@@ -62,7 +50,7 @@ impl Shared {
         group: &VolumeGroupSnapshot,
         status: &VolumeGroupSnapshotStatus,
     ) -> Result<VolumeGroupSnapshot, kube::Error> {
-        let patch = Patch::Merge(group_status_patch(status));
+        let patch = Patch::Merge(GroupStatusPatch { status: status.clone() }.merge_patch());
         self.groups_api(group).patch_status(&group.name_any(), &PatchParams::default(), &patch).await
     }
 
@@ -103,55 +91,17 @@ impl Shared {
     }
 
     /// Records why the group snapshot cannot go on: each event, and their text as `status.error` (written only when
-    /// it changed, so that a refusal retried with backoff does not wake the group again). Always a [`Retry`].
+    /// it changed, see [`refused_status`]). Always a [`Retry`].
     pub(super) async fn refuse(&self, group: &VolumeGroupSnapshot, events: &[PlannedEvent]) -> Retry {
         for event in events {
             self.record(group, event).await;
         }
-        let message = events.iter().map(|e| e.message.as_str()).collect::<Vec<_>>().join("; ");
-        let mut status = group.status.clone().unwrap_or_default();
-        let known = status.error.as_ref().and_then(|e| e.message.as_deref()) == Some(message.as_str());
-        if !known {
-            status.error = Some(SnapshotError { time: Some(now()), message: Some(message.clone()) });
-            status.ready_to_use = Some(false);
-            if let Err(err) = self.write_group_status(group, &status).await {
-                tracing::warn!(group = %group.name_any(), error = %err, "cannot record the group snapshot's error");
-            }
+        let message = refusal_message(events);
+        if let Some(status) = refused_status(group, &message, now())
+            && let Err(err) = self.write_group_status(group, &status).await
+        {
+            tracing::warn!(group = %group.name_any(), error = %err, "cannot record the group snapshot's error");
         }
         Retry(message)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_status_patch_writes_every_field_and_clears_unset_ones() {
-        let error = SnapshotError { time: None, message: Some("PVC a is not bound".into()) };
-        // (status, patch)
-        let table = [
-            (
-                VolumeGroupSnapshotStatus { ready_to_use: Some(false), error: Some(error), ..Default::default() },
-                json!({ "status": {
-                    "boundVolumeGroupSnapshotContentName": null, "creationTime": null, "readyToUse": false,
-                    "error": { "message": "PVC a is not bound" },
-                }}),
-            ),
-            (
-                VolumeGroupSnapshotStatus {
-                    bound_volume_group_snapshot_content_name: Some("groupsnapcontent-u".into()),
-                    ready_to_use: Some(true),
-                    ..Default::default()
-                },
-                json!({ "status": {
-                    "boundVolumeGroupSnapshotContentName": "groupsnapcontent-u", "creationTime": null,
-                    "readyToUse": true, "error": null,
-                }}),
-            ),
-        ];
-        for (status, want) in table {
-            assert_eq!(group_status_patch(&status), want);
-        }
     }
 }

@@ -1,25 +1,30 @@
-//! csi-snapshotter's group loop (reference §4.3): a cache of VolumeGroupSnapshotContents and one of
-//! VolumeGroupSnapshotClasses, one queue of content names (`csi-snapshotter-groupsnapshotcontent`, upstream's name).
-//! For the contents of its driver it calls CreateVolumeGroupSnapshot (the being-created annotation stored before),
-//! writes the answer into the status, asks again with backoff until the group and every member are ready, and on
-//! deletion calls DeleteVolumeGroupSnapshot with every member's snapshot id before releasing the content.
+//! csi-snapshotter's group loop (upstream: external-snapshotter, pkg/sidecar-controller/groupsnapshot_helper.go): a
+//! cache of VolumeGroupSnapshotContents and one of VolumeGroupSnapshotClasses, one queue of content names
+//! (`csi-snapshotter-groupsnapshotcontent`, upstream's name). For the contents of its driver it calls
+//! CreateVolumeGroupSnapshot (the being-created annotation stored before), writes the answer into the status, asks
+//! again with backoff until the group and every member are ready, and on deletion calls DeleteVolumeGroupSnapshot
+//! with every member's snapshot id before releasing the content.
 //!
 //! Run inside csi-snapshotter with `--feature-gates=CSIVolumeGroupSnapshot=true`, or alone as csi-group-snapshotter.
+//!
+//! - `stores`: the two caches, and the watch handler that queues every change of a content.
+//! - `sync`: the worker entry `sync::sync`: one content of this driver per run.
+//! - `writes`: the shared context's own helpers: the content's writes, its events and Secret reads.
 
+mod stores;
 mod sync;
+mod writes;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use csi_client::CsiClient;
-use kube::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
-use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
+use sidecar_runtime::watch::CacheProvider;
 use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
-use snapshot_api::{VolumeGroupSnapshotClass, VolumeGroupSnapshotContent};
 use tokio_util::sync::CancellationToken;
 
 use crate::translate::create_request::RequestOptions;
+use stores::{Feeds, Stores};
 
 /// Upstream's name of the group content queue.
 pub const GROUP_CONTENT_QUEUE: &str = "csi-snapshotter-groupsnapshotcontent";
@@ -40,7 +45,7 @@ pub struct Options {
 
 pub struct Controller {
     shared: Arc<Shared>,
-    feeds: (CacheFeed<VolumeGroupSnapshotContent>, CacheFeed<VolumeGroupSnapshotClass>),
+    feeds: Feeds,
 }
 
 pub(crate) struct Shared {
@@ -48,8 +53,7 @@ pub(crate) struct Shared {
     csi: CsiClient,
     events: EventRecorder,
     options: Options,
-    contents: Store<VolumeGroupSnapshotContent>,
-    classes: Store<VolumeGroupSnapshotClass>,
+    stores: Stores,
     queue: WorkQueue<String>,
 }
 
@@ -62,45 +66,20 @@ impl Controller {
         options: Options,
         queue_metrics: Option<&QueueMetrics>,
     ) -> Controller {
-        let (contents, contents_feed) = caches.cache();
-        let (classes, classes_feed) = caches.cache();
+        let (stores, feeds) = Stores::new(caches);
         let queue = WorkQueue::with_optional_metrics(GROUP_CONTENT_QUEUE, options.retry, queue_metrics);
-        let shared = Shared { client, csi, events, options, contents, classes, queue };
-        Controller { shared: Arc::new(shared), feeds: (contents_feed, classes_feed) }
+        let shared = Shared { client, csi, events, options, stores, queue };
+        Controller { shared: Arc::new(shared), feeds }
     }
 
     /// Watches, waits for complete caches, then works until `stop` fires; returns once running syncs finished.
     /// Every content is synced again every `--resync-period`, as upstream's informer resync does.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
-        let (contents_feed, classes_feed) = self.feeds;
-        let mut watches = Watches::default();
-        let s = shared.clone();
-        // Every change is looked at, as upstream's (whose group content updates are not filtered).
-        watches.watch(contents_feed, Api::all(shared.client.clone()), move |change| match change {
-            Change::Applied { object, .. } => s.queue.add(object.metadata.name.clone().unwrap_or_default()),
-            Change::Deleted(object) => s.queue.forget(&object.metadata.name.clone().unwrap_or_default()),
-            Change::Listed => {}
-        });
-        watches.watch(classes_feed, Api::all(shared.client.clone()), |_| {});
-        Loop::new(shared.clone(), watches)
-            .queue(&shared.queue, shared.options.workers, |shared: Arc<Shared>, name: String| async move {
-                shared.sync(&name).await
-            })
-            .resync(shared.options.resync_period, |shared| {
-                shared.contents.state().iter().filter_map(|c| c.metadata.name.clone()).collect()
-            })
+        Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
+            .queue(&shared.queue, shared.options.workers, sync::sync)
+            .resync(shared.options.resync_period, |shared| shared.stores.content_names())
             .serve(&stop)
             .await;
-    }
-}
-
-impl Shared {
-    fn content(&self, name: &str) -> Option<Arc<VolumeGroupSnapshotContent>> {
-        self.contents.get(&ObjectRef::new(name))
-    }
-
-    fn class(&self, name: &str) -> Option<Arc<VolumeGroupSnapshotClass>> {
-        self.classes.get(&ObjectRef::new(name))
     }
 }

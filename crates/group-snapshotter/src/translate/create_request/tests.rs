@@ -167,3 +167,18 @@ fn only_definite_failures_release_the_being_created_annotation() {
     let refused = request_refused("c", &RequestError::MissingGroupUid);
     assert!(refused.release_being_created);
 }
+
+#[test]
+fn an_unreadable_secret_refuses_the_call_and_keeps_its_text() {
+    let refused = creation_refused("error getting secret creds in namespace ns: forbidden".into());
+    assert_eq!(
+        refused,
+        CreationFailure {
+            release_being_created: true,
+            event: PlannedEvent::warning(
+                "GroupSnapshotCreationFailed",
+                "error getting secret creds in namespace ns: forbidden"
+            ),
+        }
+    );
+}

@@ -109,6 +109,53 @@ fn group_deletion_by_policy() {
 }
 
 #[test]
+fn steps_done_already_are_not_repeated() {
+    let mut marked = content(DeletionPolicy::Delete, Some("group-uid"));
+    let annotation = (ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED.to_string(), "yes".to_string());
+    marked.metadata.annotations = Some(BTreeMap::from([annotation]));
+    let marked_and_going =
+        deleting(content(DeletionPolicy::Delete, Some("group-uid")), &[ANN_VOLUME_GROUP_SNAPSHOT_BEING_DELETED]);
+    let mut member_going = member("snapshot-b");
+    member_going.metadata.deletion_timestamp = Some(Time(Timestamp::from_second(100).unwrap()));
+    let every_step = || GroupDeletion {
+        mark_content_being_deleted: true,
+        delete_content: true,
+        delete_members: vec!["snapshot-a".into(), "snapshot-b".into()],
+        remove_finalizer: false,
+    };
+    let fresh = content(DeletionPolicy::Delete, Some("group-uid"));
+    let members = [member("snapshot-a"), member("snapshot-b")];
+    // (rule, content now, members now, steps left)
+    let table = [
+        ("nothing done yet", Some(&fresh), &members[..], every_step()),
+        (
+            "the content is marked",
+            Some(&marked),
+            &members[..],
+            GroupDeletion { mark_content_being_deleted: false, ..every_step() },
+        ),
+        (
+            "the content is marked and going",
+            Some(&marked_and_going),
+            &members[..],
+            GroupDeletion { mark_content_being_deleted: false, delete_content: false, ..every_step() },
+        ),
+        (
+            "a member is going",
+            Some(&fresh),
+            &[member("snapshot-a"), member_going][..],
+            GroupDeletion { delete_members: vec!["snapshot-a".into()], ..every_step() },
+        ),
+        ("no content now", None, &members[..], every_step()),
+    ];
+    for (rule, content, members, want) in table {
+        assert_eq!(every_step().left_to_do(content, members), want, "{rule}");
+    }
+    let retain = GroupDeletion { remove_finalizer: true, ..GroupDeletion::default() };
+    assert_eq!(retain.clone().left_to_do(Some(&marked_and_going), &[]), retain, "the finalizer's fate stays");
+}
+
+#[test]
 fn a_member_being_restored_holds_the_group_back() {
     let group = group(None);
     let delete = content(DeletionPolicy::Delete, Some("group-uid"));
@@ -272,5 +319,33 @@ fn a_content_whose_group_is_gone_is_deleted_by_policy() {
     ];
     for (rule, content, now, want) in table {
         assert_eq!(orphan_content_deletion(&content, now), want, "{rule}");
+    }
+}
+
+#[test]
+fn failed_deletions_name_what_was_refused() {
+    // (event, want)
+    let table = [
+        (
+            content_delete_failed("forbidden"),
+            PlannedEvent::warning(
+                "GroupSnapshotContentObjectDeleteError",
+                "Failed to delete group snapshot content API object: forbidden",
+            ),
+        ),
+        (
+            member_delete_failed("snapshot-h", "forbidden"),
+            PlannedEvent::warning("SnapshotDeleteError", "Failed to delete snapshot snapshot-h: forbidden"),
+        ),
+        (
+            group_snapshot_delete_failed("groupsnapcontent-u", "driver down"),
+            PlannedEvent::warning(
+                "GroupSnapshotDeleteError",
+                "failed to delete group snapshot content groupsnapcontent-u: driver down",
+            ),
+        ),
+    ];
+    for (event, want) in table {
+        assert_eq!(event, want);
     }
 }

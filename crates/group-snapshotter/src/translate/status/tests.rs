@@ -282,3 +282,67 @@ fn group_status_follows_its_content() {
     assert_eq!(status.bound_volume_group_snapshot_content_name.as_deref(), Some("groupsnapcontent-group-uid"));
     assert!(events.is_empty());
 }
+
+#[test]
+fn a_new_content_binds_the_group_and_clears_its_refusal() {
+    let mut refused = group(None);
+    refused.status = Some(VolumeGroupSnapshotStatus {
+        ready_to_use: Some(false),
+        error: Some(SnapshotError { time: None, message: Some("PVC a is not bound".into()) }),
+        ..Default::default()
+    });
+    for before in [group(None), refused] {
+        assert_eq!(
+            status_after_content_created(&before, "groupsnapcontent-group-uid"),
+            VolumeGroupSnapshotStatus {
+                bound_volume_group_snapshot_content_name: Some("groupsnapcontent-group-uid".into()),
+                ready_to_use: Some(false),
+                ..Default::default()
+            }
+        );
+    }
+}
+
+#[test]
+fn a_refusal_is_written_once() {
+    let now = time(100, 0);
+    let with_error = |message: &str, ready: Option<bool>| {
+        let mut group = group(None);
+        group.status = Some(VolumeGroupSnapshotStatus {
+            bound_volume_group_snapshot_content_name: Some("c".into()),
+            ready_to_use: ready,
+            error: Some(SnapshotError { time: Some(time(1, 0)), message: Some(message.into()) }),
+            ..Default::default()
+        });
+        group
+    };
+    let refused = |bound: Option<&str>| VolumeGroupSnapshotStatus {
+        bound_volume_group_snapshot_content_name: bound.map(str::to_string),
+        ready_to_use: Some(false),
+        error: Some(SnapshotError { time: Some(now.clone()), message: Some("PVC a is not bound".into()) }),
+        ..Default::default()
+    };
+    // (rule, group, status to write)
+    let table = [
+        ("no status yet: the error, not ready", group(None), Some(refused(None))),
+        ("another error before: replaced, the rest kept", with_error("older", Some(true)), Some(refused(Some("c")))),
+        ("the same error already: nothing to write", with_error("PVC a is not bound", Some(true)), None),
+    ];
+    for (rule, group, want) in table {
+        assert_eq!(refused_status(&group, "PVC a is not bound", now.clone()), want, "{rule}");
+    }
+}
+
+#[test]
+fn a_failed_call_is_recorded_in_the_content_status() {
+    let now = time(100, 0);
+    let mut status = content_status(true, true, &[true]);
+    status.error = Some(SnapshotError { time: None, message: Some("older".into()) });
+    for before in [content(true, None), content(true, Some(status))] {
+        let status = content_status_with_error(&before, "driver down", now.clone());
+        let want_error = SnapshotError { time: Some(now.clone()), message: Some("driver down".into()) };
+        assert_eq!(status.error, Some(want_error));
+        let kept = VolumeGroupSnapshotContentStatus { error: None, ..before.status.clone().unwrap_or_default() };
+        assert_eq!(VolumeGroupSnapshotContentStatus { error: None, ..status }, kept);
+    }
+}

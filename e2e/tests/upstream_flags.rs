@@ -46,6 +46,8 @@ fn accepts(program: &str, before: &[&str], argument: &str) -> (bool, String) {
         .args(before)
         .arg(argument)
         .arg("--version")
+        // What a pod gives its containers, which some flags ask for (--enable-capacity, --node-deployment).
+        .envs([("NAMESPACE", "kube-system"), ("NODE_NAME", "node-1"), ("POD_NAME", "pod-1")])
         .output()
         .unwrap_or_else(|e| panic!("run {program}: {e}"));
     (output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned())

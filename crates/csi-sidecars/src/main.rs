@@ -19,7 +19,6 @@ async fn main() -> anyhow::Result<()> {
         std::process::exit(2)
     });
     let process: ProcessArgs = sidecar_runtime::flags::try_parse_from(line.process).unwrap_or_else(|err| err.exit());
-    process.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
     let mut configured = Vec::new();
     for (kind, argv) in line.sidecars {
         match Configured::parse(kind, argv) {
@@ -34,6 +33,8 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+    // After every sidecar's flags and gates are checked, as upstream's flag parsing refuses them before `--version`.
+    process.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
 
     let mut sidecar = Sidecar::start(&process.common).await?;
     let probe_timeout = configured.iter().map(Configured::timeout).max().unwrap_or_default();

@@ -130,8 +130,10 @@ pub fn split(argv: Vec<OsString>) -> Result<CommandLine, CommandLineError> {
     let mut argv = normalize_go_args(&union, argv).into_iter();
     let program = argv.next().unwrap_or_else(|| "csi-sidecars".into());
     let given = tokenize(argv, &union)?;
-    // `--version` answers without a sidecar to run, as every single binary does (the image test runs it so).
-    if let Some(version) = given.iter().find(|g| g.prefix.is_none() && g.name == "version") {
+    // `--version` answers without a sidecar to run, as every single binary does (the image test runs it so). With
+    // `--sidecars` the selected sidecars' flags are checked first, as a single binary's are.
+    let sidecars_given = given.iter().any(|g| g.prefix.is_none() && g.name == "sidecars");
+    if let Some(version) = given.iter().find(|g| g.prefix.is_none() && g.name == "version" && !sidecars_given) {
         let value = if version.args[0].to_string_lossy().contains('=') { value_of(version)? } else { "true".into() };
         if sidecar_runtime::flags::parse_go_bool(&value).map_err(|_| CommandLineError::NotABoolean(value.clone()))? {
             let process = vec![program, "--version".into()];

@@ -207,7 +207,8 @@ mod tests {
         assert_eq!(gates.check_known(&["A", "B"]), Ok(()));
         assert_eq!(gates.check_known(&["A"]), Err(ValueError::UnknownGate("B".into())));
         // Kubernetes' own gates pass whatever the sidecar knows, at either value.
-        let kubernetes = FeatureGates::parse("A=true,AllAlpha=true,WatchList=false,CBORServingAndStorage=true").unwrap();
+        let kubernetes =
+            FeatureGates::parse("A=true,AllAlpha=true,WatchList=false,CBORServingAndStorage=true").unwrap();
         assert_eq!(kubernetes.check_known(&["A"]), Ok(()));
     }
 

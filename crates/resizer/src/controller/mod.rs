@@ -9,6 +9,7 @@ mod expand;
 mod memory;
 mod metrics;
 mod modify;
+mod steps;
 mod stores;
 mod sync;
 mod writes;

@@ -21,3 +21,4 @@ pub mod names;
 pub mod patch;
 pub mod quantity;
 pub mod secret_ref;
+pub mod steps;

@@ -8,6 +8,7 @@ pub mod in_use;
 pub mod migration;
 pub mod request;
 pub mod result;
+pub mod steps;
 
 #[cfg(test)]
 mod tests;

@@ -67,6 +67,12 @@ pub fn resize_failed_event(message: impl Into<String>) -> PlannedEvent {
     PlannedEvent::warning(EVENT_VOLUME_RESIZE_FAILED, message)
 }
 
+/// How a failed resize of `volume` by `driver` is worded, in events and logs (external-resizer
+/// pkg/controller/expand_and_recover.go, callResizeOnPlugin).
+pub fn resize_failed_message(volume: &str, driver: &str, error: &str) -> String {
+    format!("resize volume \"{volume}\" by resizer \"{driver}\" failed: {error}")
+}
+
 /// The outcome of an attempt of an [`super::decide::ExpandPlan`]. `claim` is the claim as the plan's `mark` write
 /// returned it; `result` is the answer ([`ExpandedVolume::from_response`] or [`ExpandedVolume::node_only`]) or why
 /// there is none.
@@ -177,7 +183,6 @@ fn expansion_failed(
             memory.final_errors = SetChange::Remove;
         }
     }
-    let message =
-        format!("resize volume \"{}\" by resizer \"{}\" failed: {text}", volume_name(volume), config.driver_name);
+    let message = resize_failed_message(volume_name(volume), &config.driver_name, &text);
     ExpansionOutcome { volume_patch: None, claim_patch, event: resize_failed_event(message), memory, failed: true }
 }

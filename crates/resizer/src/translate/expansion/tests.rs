@@ -20,12 +20,14 @@ use super::decide::*;
 use super::migration::{VolumeOrigin, csi_form};
 use super::request::controller_expand_volume_request;
 use super::result::*;
+use super::steps::{decision_steps, outcome_steps};
 use crate::translate::call_failure::CallFailure;
 use crate::translate::capabilities::Expander;
 use crate::translate::claim::{allocated_size, annotation, conditions, resize_status, status_capacity};
 use crate::translate::memory::SetChange;
 use crate::translate::patch::{ClaimStatusPatch, ConditionChange, StorageStatusChange, VolumePatch};
 use crate::translate::quantity::Size;
+use crate::translate::steps::outline;
 use sidecar_runtime::events::{EventType, PlannedEvent};
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
@@ -1164,4 +1166,179 @@ fn successful_expansions() {
     assert_eq!(patch.conditions, vec![ConditionChange::Remove("Resizing".into())], "§3 item 38");
     assert!(patch.annotations.is_empty() && patch.allocated_resource_status.is_none(), "§3 item 38");
     assert_eq!(outcome.event.event_type, EventType::Normal);
+}
+
+#[test]
+fn planned_steps_before_the_call() {
+    let offline = ExpansionMemory { in_use_error: true, used_by_pod: true, ..Default::default() };
+    let slow = ExpansionMemory { slow_retry: Some(Duration::from_secs(120)), ..Default::default() };
+    let mark = r#"patch claim and go on with it, else warn "marking the expansion failed" unless a Conflict"#;
+    let resizing = "event Normal Resizing: External resizer is resizing volume pv-1";
+    let call = |call_driver| {
+        format!(
+            r#"call ExpandCall {{ target: Size {{ quantity: Quantity("2Gi"), bytes: 2147483648 }}, call_driver: {call_driver}, origin: Csi }}"#
+        )
+    };
+    // (rule, claim, PV, config, memory, steps)
+    let table = [
+        (
+            "nothing requested: nothing written",
+            claim("1Gi", "1Gi", None, ""),
+            volume("1Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec!["log Trace: no expansion: NoExpansionRequested".to_string(), "finish Done".into()],
+        ),
+        (
+            "the pre-resize-capacity annotation is removed before anything else",
+            claim("2Gi", "2Gi", None, ""),
+            with_volume_annotation(volume("2Gi"), PRE_RESIZE, "1Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec![
+                r#"patch volume, else warn "removing the pre-resize-capacity annotation failed""#.to_string(),
+                "log Trace: no expansion: NoExpansionRequested".into(),
+                "finish Done".into(),
+            ],
+        ),
+        (
+            "a size that does not parse is warned and left alone",
+            claim("lots", "1Gi", None, ""),
+            volume("1Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec![
+                r#"log Warn: cannot read a size; not expanding: spec.resources.requests.storage is "lots""#.to_string(),
+                "finish Done".into(),
+            ],
+        ),
+        (
+            "an infeasible size tried recently waits out the slow set, without a write",
+            claim("10G", "3G", Some("10G"), "ControllerResizeInfeasible"),
+            volume("3Gi"),
+            config(),
+            slow,
+            vec![
+                "remember".to_string(),
+                "log Info: skipping volume expansion for pvc default/claim01, because expansion previously failed with infeasible error".into(),
+                "finish RetryAfter(120s)".into(),
+            ],
+        ),
+        (
+            "an expansion: mark, forget the in-use error, Resizing, then the call",
+            claim("2Gi", "1Gi", None, ""),
+            volume("1Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec![mark.to_string(), "remember".into(), resizing.into(), "log Info: expanding volume to 2Gi".into(), call(true)],
+        ),
+        (
+            "a node-only driver is not called",
+            claim("2Gi", "1Gi", None, ""),
+            volume("1Gi"),
+            node_only(),
+            ExpansionMemory::default(),
+            vec![mark.to_string(), "remember".into(), resizing.into(), "log Info: expanding volume to 2Gi".into(), call(false)],
+        ),
+        (
+            "offline-only driver and a pod uses the claim: mark, warn, retry without a call",
+            claim("2Gi", "1Gi", None, ""),
+            volume("1Gi"),
+            config(),
+            offline,
+            vec![
+                mark.to_string(),
+                "log Info: offline-only expansion waits until no pod uses the claim".into(),
+                "event Warning VolumeResizeFailed: Unable to expand default/claim01 because CSI driver hostpath.csi.k8s.io only supports offline expansion and volume is currently in-use".into(),
+                "finish Retry".into(),
+            ],
+        ),
+        (
+            "a claim written by an older API server is warned about first",
+            claim("2Gi", "1Gi", None, ""),
+            volume("2Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec![
+                format!("log Warn: {OLD_API_SERVER_WARNING}"),
+                mark.into(),
+                "remember".into(),
+                "event Normal Resizing: External resizer is resizing volume pv-1".into(),
+                "log Info: expanding volume to 2Gi".into(),
+                call(true),
+            ],
+        ),
+    ];
+    for (rule, claim, volume, config, memory, want) in table {
+        let decision = decide_expansion(&claim, &volume, &config, &memory, &now());
+        assert_eq!(outline(&decision_steps(decision)), want, "{rule}");
+    }
+}
+
+#[test]
+fn planned_steps_after_the_call() {
+    let marked = claim("2Gi", "1Gi", Some("2Gi"), "ControllerResizeInProgress");
+    let invalid = status_error(Code::InvalidArgument);
+    let unavailable = status_error(Code::Unavailable);
+    let expanded = |node_expansion_required| Ok(ExpandedVolume { capacity: size("2Gi"), node_expansion_required });
+    let failed = "resize volume \"pv-1\" by resizer \"hostpath.csi.k8s.io\" failed";
+    let else_failed = "else resize of pv-1 by hostpath.csi.k8s.io failed";
+    // (rule, answer, steps)
+    let table = [
+        (
+            "the node step remains: PV, then claim, then FileSystemResizeRequired",
+            expanded(true),
+            vec![
+                "remember".to_string(),
+                format!("patch volume, {else_failed}"),
+                format!("patch claim and go on with it, {else_failed}"),
+                "event Normal FileSystemResizeRequired: Require file system resize of volume on node".into(),
+                "log Info: expansion done: Require file system resize of volume on node".into(),
+                "finish Done".into(),
+            ],
+        ),
+        (
+            "done in the controller: PV, then claim, then VolumeResizeSuccessful",
+            expanded(false),
+            vec![
+                "remember".to_string(),
+                format!("patch volume, {else_failed}"),
+                format!("patch claim and go on with it, {else_failed}"),
+                "event Normal VolumeResizeSuccessful: Resize volume succeeded".into(),
+                "log Info: expansion done: Resize volume succeeded".into(),
+                "finish Done".into(),
+            ],
+        ),
+        (
+            "an infeasible error: the claim records it, a warning, a retry",
+            Err(CallFailure::Driver(&invalid)),
+            vec![
+                "remember".to_string(),
+                format!("patch claim and go on with it, {else_failed}"),
+                format!(
+                    "event Warning VolumeResizeFailed: {failed}: rpc error: code = InvalidArgument desc = something broke"
+                ),
+                format!(
+                    "log Warn: expansion failed: {failed}: rpc error: code = InvalidArgument desc = something broke"
+                ),
+                "finish Retry".into(),
+            ],
+        ),
+        (
+            "an error that is not final writes nothing, a warning, a retry",
+            Err(CallFailure::Driver(&unavailable)),
+            vec![
+                "remember".to_string(),
+                format!(
+                    "event Warning VolumeResizeFailed: {failed}: rpc error: code = Unavailable desc = something broke"
+                ),
+                format!("log Warn: expansion failed: {failed}: rpc error: code = Unavailable desc = something broke"),
+                "finish Retry".into(),
+            ],
+        ),
+    ];
+    for (rule, answer, want) in table {
+        let outcome = expansion_outcome(&marked, &volume("1Gi"), &config(), answer, &now());
+        assert_eq!(outline(&outcome_steps(outcome, "pv-1", DRIVER)), want, "{rule}");
+    }
 }

@@ -16,7 +16,7 @@ use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::translate::claim::{
-    bound_volume_name, claim_key, claim_name, conditions, current_class, has_condition, is_bound,
+    bound_volume_name, claim_key, claim_name, conditions, current_class, has_condition, is_bound, requested_class,
 };
 use crate::translate::conditions::{merge_modify_conditions, modify_condition, remove_conditions};
 use crate::translate::memory::SetChange;
@@ -127,6 +127,13 @@ impl ModifyPlan {
     pub fn target(&self) -> &str {
         self.class.metadata.name.as_deref().unwrap_or_default()
     }
+}
+
+/// The classes [`decide_modification`] may look up for `claim`: the requested one (S) and the target being applied
+/// (T); "" for either when unset.
+pub fn classes_consulted(claim: &PersistentVolumeClaim) -> [&str; 2] {
+    let status = claim.status.as_ref().and_then(|s| s.modify_volume_status.as_ref());
+    [requested_class(claim), status.and_then(|m| m.target_volume_attributes_class_name.as_deref()).unwrap_or_default()]
 }
 
 /// Decides what one sync of `claim` does. `volume` is the PV named by `spec.volumeName` (the controller requeues the

@@ -6,6 +6,7 @@ pub mod decide;
 pub mod filter;
 pub mod request;
 pub mod result;
+pub mod steps;
 
 #[cfg(test)]
 mod tests;

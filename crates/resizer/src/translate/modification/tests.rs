@@ -17,10 +17,12 @@ use tonic::Code;
 use super::decide::*;
 use super::filter::awaited_class;
 use super::result::*;
+use super::steps::{decision_steps, outcome_steps};
 use crate::translate::call_failure::CallFailure;
 use crate::translate::claim::{conditions, current_class};
 use crate::translate::memory::SetChange;
 use crate::translate::patch::{ClaimStatusPatch, ConditionChange, ModifyVolumeStatusChange, VolumePatch};
+use crate::translate::steps::{Plan, Then, outline};
 use sidecar_runtime::PlannedEvent;
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
@@ -871,4 +873,159 @@ fn issue_scenarios() {
     assert_eq!((current_class(&resumed), modify_status(&resumed)), ("gold", None), "the same target is resumed");
     let next = sync(&resumed, &mut restarted, &known, Some(Ok(())));
     assert_eq!(current_class(&next), "platinum", "then the new class");
+}
+
+/// The outline of a plan, its call shown as the class it applies.
+fn planned<M>(plan: Plan<M, Box<ModifyPlan>>) -> Vec<String> {
+    let then = match plan.then {
+        Then::Finish(outcome) => Then::Finish(outcome),
+        Then::Call(call) => Then::Call(call.target().to_string()),
+    };
+    outline(&Plan { steps: plan.steps, then })
+}
+
+#[test]
+fn planned_steps_before_the_call() {
+    let uncertain = ModificationMemory { uncertain: true, ..Default::default() };
+    let slow = ModificationMemory { slow_retry: Some(Duration::from_secs(60)), ..Default::default() };
+    let none = ModificationMemory::default();
+    let lines = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    // (rule, claim, memory, steps)
+    let table = [
+        (
+            "the steady state writes nothing",
+            claim(Some("silver"), Some("silver"), None, &[]),
+            &none,
+            lines(&["remember", "log Trace: no modification: UpToDate", "finish Done"]),
+        ),
+        (
+            "an Infeasible modification tried recently waits out the slow set, without a write",
+            claim(Some("gold"), Some("silver"), Some(("gold", "Infeasible")), &[]),
+            &slow,
+            lines(&[
+                "remember",
+                "log Info: skipping volume modification for pvc apps/data, because modification previously failed with infeasible error",
+                "finish RetryAfter(60s)",
+            ]),
+        ),
+        (
+            "a class cleared while ModifyingVolume shows: the condition goes, VolumeModifyCanceled",
+            claim(None, Some("silver"), Some(("gold", "Infeasible")), &[("ModifyingVolume", None)]),
+            &none,
+            lines(&[
+                "remember",
+                r#"patch claim, else warn "writing the cancellation failed""#,
+                "event Normal VolumeModifyCanceled: Cancelled modify.",
+                "finish Done",
+            ]),
+        ),
+        (
+            "a class cleared without the condition: nothing written",
+            claim(None, Some("silver"), Some(("gold", "Infeasible")), &[]),
+            &none,
+            lines(&["remember", "finish Done"]),
+        ),
+        (
+            "a missing class: Pending, a warning, no requeue (the class's creation queues the claim)",
+            claim(Some("bronze"), Some("silver"), None, &[]),
+            &none,
+            lines(&[
+                "remember",
+                r#"patch claim, else warn "marking the modification Pending failed" unless a Conflict"#,
+                r#"event Warning VolumeModifyFailed: VAC "bronze" does not exist."#,
+                r#"log Info: VolumeAttributesClass "bronze" not found; waiting for it"#,
+                "finish Done",
+            ]),
+        ),
+        (
+            "the missing locked target of an uncertain modification: no write, a warning, a requeue",
+            claim(Some("gold"), Some("silver"), Some(("bronze", "InProgress")), &[]),
+            &uncertain,
+            lines(&[
+                "remember",
+                r#"event Warning VolumeModifyFailed: VAC "bronze" does not exist."#,
+                r#"log Info: VolumeAttributesClass "bronze" not found; waiting for it"#,
+                "finish Retry",
+            ]),
+        ),
+        (
+            "a class of another driver: Infeasible, a warning, a retry",
+            claim(Some("foreign"), Some("silver"), None, &[]),
+            &none,
+            lines(&[
+                "remember",
+                r#"patch claim, else warn "marking the modification Infeasible failed""#,
+                r#"event Warning VolumeModifyFailed: VAC "foreign" is for driver "other.csi.k8s.io", not for driver "hostpath.csi.k8s.io""#,
+                r#"log Warn: VolumeAttributesClass "foreign" names another driver"#,
+                "finish Retry",
+            ]),
+        ),
+        (
+            "a modification: mark InProgress (the call sees the claim as marked), VolumeModify, the call",
+            claim(Some("gold"), Some("silver"), None, &[]),
+            &none,
+            lines(&[
+                "remember",
+                r#"patch claim and go on with it, else warn "marking the modification InProgress failed" unless a Conflict"#,
+                "event Normal VolumeModify: external resizer is modifying volume data with vac gold",
+                r#"log Info: modifying volume to class "gold""#,
+                r#"call "gold""#,
+            ]),
+        ),
+        (
+            "an uncertain modification goes on toward its locked target: no mark, no event",
+            claim(Some("platinum"), Some("silver"), Some(("gold", "InProgress")), &[]),
+            &uncertain,
+            lines(&["remember", r#"log Info: modifying volume to class "gold""#, r#"call "gold""#]),
+        ),
+    ];
+    for (rule, claim, memory, want) in table {
+        assert_eq!(planned(decision_steps(decide(&claim, memory, &classes()))), want, "{rule}");
+    }
+}
+
+#[test]
+fn planned_steps_after_the_call() {
+    let marked = claim(Some("gold"), Some("silver"), Some(("gold", "InProgress")), &[("ModifyingVolume", None)]);
+    let plan = ModifyPlan { class: class("gold", DRIVER), mark: None, event: None };
+    let unavailable = error(Code::Unavailable);
+    let lines = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    // (rule, answer, steps)
+    let table = [
+        (
+            "success: the PV before the claim, then VolumeModifySuccessful",
+            Ok(()),
+            lines(&[
+                "remember",
+                r#"patch volume, else warn "updating the volume's class failed""#,
+                r#"patch claim, else warn "updating the claim's modification status failed""#,
+                "event Normal VolumeModifySuccessful: external resizer modified volume data with vac gold successfully",
+                r#"log Info: modification to class "gold" done"#,
+                "finish Done",
+            ]),
+        ),
+        (
+            "an error that is not final: the claim records it, a warning, a retry",
+            Err(CallFailure::Driver(&unavailable)),
+            lines(&[
+                "remember",
+                r#"patch claim, else warn "updating the claim's modification status failed""#,
+                "event Warning VolumeModifyFailed: rpc error: code = Unavailable desc = boom. Still modifying to VAC gold",
+                r#"log Warn: modification to class "gold" failed: rpc error: code = Unavailable desc = boom"#,
+                "finish Retry",
+            ]),
+        ),
+        (
+            "the driver not called (a Secret not read): no write, no event, a retry",
+            Err(CallFailure::NotCalled("secrets \"s\" not found".into())),
+            lines(&[
+                r#"log Warn: modification to class "gold" failed: cannot get error status from modify volume err: secrets "s" not found"#,
+                "finish Retry",
+            ]),
+        ),
+    ];
+    for (rule, answer, want) in table {
+        let outcome = modification_outcome(&marked, &plan, answer, &now());
+        assert_eq!(outline(&outcome_steps(outcome, plan.target())), want, "{rule}");
+    }
 }

@@ -22,3 +22,4 @@ pub mod patch;
 pub mod quantity;
 pub mod secret_ref;
 pub mod steps;
+pub mod watch_filter;

@@ -1,6 +1,5 @@
-//! The watch caches and the event filters (reference §3.2, §4.2): which change queues which claim. The filters are
-//! the pure ones from [`crate::translate::expansion::filter`] and [`crate::translate::modification::filter`]; this module only gives them
-//! the old and the new object.
+//! The watch caches and their handlers: each change goes to a pure rule of [`crate::translate::watch_filter`], and the
+//! claims it names are queued.
 
 use std::sync::Arc;
 
@@ -64,7 +63,7 @@ impl Stores {
         self.classes.as_ref()?.get(&ObjectRef::new(name))
     }
 
-    /// Whether a pod that has not terminated uses the claim (§3 item 7).
+    /// Whether a pod that has not terminated uses the claim.
     pub fn used_by_pod(&self, key: &str) -> bool {
         let Some(pods) = &self.pods else { return false };
         pods.state().iter().any(|pod| claims_in_use(pod).iter().any(|k| k == key))

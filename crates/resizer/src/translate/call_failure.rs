@@ -84,7 +84,9 @@ mod tests {
     fn expansion_and_modification_read_codes_differently() {
         use Call::{ControllerExpandVolume as Expand, ControllerModifyVolume as Modify};
         use Disposition::*;
-        // (call, code, disposition): §3 item 25 for expansion, §4 item 24 for modification.
+        // (call, code, disposition): InvalidArgument, OutOfRange and NotFound make an expansion infeasible, only
+        // InvalidArgument a modification (external-resizer pkg/util/util.go, IsInfeasibleError, and
+        // pkg/modifycontroller/modify_volume.go, controllerModifyVolumeWithTarget).
         let table = [
             (Expand, Code::InvalidArgument, Infeasible),
             (Expand, Code::OutOfRange, Infeasible),

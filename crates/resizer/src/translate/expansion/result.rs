@@ -1,8 +1,10 @@
-//! What an expansion attempt writes back (reference §3.7, §3.8): the PV's capacity, the claim's status, the
+//! What an expansion attempt writes back (external-resizer pkg/controller/expand_and_recover.go, callResizeOnPlugin,
+//! and pkg/controller/controller.go, resizePVC, for the legacy rules): the PV's capacity, the claim's status, the
 //! annotations, the event, and the controller's memory of the claim.
 //!
-//! On success the controller writes `volume_patch` first, then `claim_patch`, then records `event`. If a write
-//! fails, it records [`resize_failed_event`] with the write error instead and requeues with backoff.
+//! On success the controller writes `volume_patch` first, then `claim_patch`, then records `event`
+//! ([`super::steps::outcome_steps`]). If a write fails, it records [`resize_failed_event`] with the write error instead
+//! and requeues with backoff.
 
 use csi_client::proto::ControllerExpandVolumeResponse;
 use csi_client::{Call, Disposition};
@@ -42,7 +44,8 @@ impl ExpandedVolume {
         ExpandedVolume { capacity, node_expansion_required: response.node_expansion_required }
     }
 
-    /// A node-only driver: the PV takes the target size and kubelet expands (item 4).
+    /// A node-only driver: the PV takes the target size and kubelet expands (external-resizer
+    /// pkg/resizer/trivial_resizer.go).
     pub fn node_only(target: &Size) -> ExpandedVolume {
         ExpandedVolume { capacity: target.clone(), node_expansion_required: true }
     }
@@ -62,7 +65,7 @@ pub struct ExpansionOutcome {
     pub failed: bool,
 }
 
-/// The Warning recorded when an expansion fails, with the error text (item 30).
+/// The Warning recorded when an expansion fails, with the error text; the claim is then retried with backoff.
 pub fn resize_failed_event(message: impl Into<String>) -> PlannedEvent {
     PlannedEvent::warning(EVENT_VOLUME_RESIZE_FAILED, message)
 }
@@ -108,7 +111,8 @@ fn expansion_succeeded(
     let mut claim_patch =
         ClaimStatusPatch { resource_version: claim.metadata.resource_version.clone(), ..Default::default() };
     let event = if expanded.node_expansion_required {
-        // Item 32 (§3.8: the legacy rules drop the other resize conditions).
+        // The node step remains: FileSystemResizePending, capacity untouched (kubelet updates it). The other resize
+        // conditions are kept, except by the legacy rules, which drop them.
         let pending = resize_condition(
             CONDITION_FILE_SYSTEM_RESIZE_PENDING,
             Some("Waiting for user to (re-)start a pod to finish file system resize of volume on node.".to_string()),
@@ -123,7 +127,8 @@ fn expansion_succeeded(
         }
         PlannedEvent::normal(EVENT_FILE_SYSTEM_RESIZE_REQUIRED, "Require file system resize of volume on node")
     } else {
-        // Item 33.
+        // Done in the controller: the capacity, no resize condition, no resize status, and kubelet told to skip the
+        // node step.
         claim_patch.capacity = Some(expanded.capacity.quantity.clone());
         claim_patch.conditions = remove_conditions(conditions(claim), &RESIZE_CONDITIONS);
         if recover {
@@ -154,13 +159,15 @@ fn expansion_failed(
     let text = failure.text();
     let mut memory = ExpansionMemoryChange::default();
     if failure.code() == Some(Code::FailedPrecondition) {
-        // Item 26: the driver may expand only offline.
+        // FailedPrecondition: the driver may expand only offline.
         memory.in_use_errors = SetChange::Insert;
     }
     let mut claim_patch = None;
     if config.recover_volume_expansion_failure {
         if failure.is_final(Call::ControllerExpandVolume) {
-            // Items 27–28: written without a resourceVersion, so a slightly stale claim still records the failure.
+            // A final error (remembered, so the user may shrink the request): ControllerResizeError, and
+            // ControllerResizeInfeasible when infeasible; written without a resourceVersion, so a slightly stale claim
+            // still records the failure.
             memory.final_errors = SetChange::Insert;
             let error = resize_condition(
                 CONDITION_CONTROLLER_RESIZE_ERROR,
@@ -178,7 +185,7 @@ fn expansion_failed(
             }
             claim_patch = Some(patch);
         } else {
-            // Item 29: the driver may still be working: the same size is retried.
+            // Not final: the driver may still be working, so the same size is retried.
             memory.slow_set = SetChange::Remove;
             memory.final_errors = SetChange::Remove;
         }

@@ -1,6 +1,9 @@
 //! A driver call that did not succeed, and how upstream words it.
 
 use csi_client::{Call, CallError, Disposition};
+use sidecar_runtime::PlannedEvent;
+
+use crate::translate::names::EVENT_VOLUME_RESIZE_FAILED;
 
 /// Why ControllerExpandVolume or ControllerModifyVolume did not succeed.
 #[derive(Debug)]
@@ -42,6 +45,17 @@ impl CallFailure<'_> {
             CallFailure::NotCalled(_) => None,
         }
     }
+}
+
+/// The Warning recorded when an expansion fails, with the error text; the claim is then retried with backoff.
+pub fn resize_failed_event(message: impl Into<String>) -> PlannedEvent {
+    PlannedEvent::warning(EVENT_VOLUME_RESIZE_FAILED, message)
+}
+
+/// How a failed resize of `volume` by `driver` is worded, in events and logs (external-resizer
+/// pkg/controller/expand_and_recover.go, callResizeOnPlugin).
+pub fn resize_failed_message(volume: &str, driver: &str, error: &str) -> String {
+    format!("resize volume \"{volume}\" by resizer \"{driver}\" failed: {error}")
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use sidecar_runtime::{Outcome, PlannedEvent};
 
-use crate::translate::expansion::result::{resize_failed_event, resize_failed_message};
+use crate::translate::call_failure::{resize_failed_event, resize_failed_message};
 use crate::translate::patch::{ClaimStatusPatch, VolumePatch};
 
 /// The steps of one part of a sync and what follows them. `M` is the job's memory change, `C` what a driver call

@@ -13,14 +13,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tonic::Code;
 
 use super::decide::{ExpansionConfig, ExpansionMemoryChange};
-use crate::translate::call_failure::CallFailure;
+use crate::translate::call_failure::{CallFailure, resize_failed_event, resize_failed_message};
 use crate::translate::claim::{annotation, conditions, resize_status, status_capacity, volume_annotation, volume_name};
 use crate::translate::conditions::{merge_resize_conditions, remove_conditions, resize_condition};
 use crate::translate::memory::SetChange;
 use crate::translate::names::{
     ANN_NODE_EXPANSION_NOT_REQUIRED, ANN_PRE_RESIZE_CAPACITY, CONDITION_CONTROLLER_RESIZE_ERROR,
     CONDITION_FILE_SYSTEM_RESIZE_PENDING, CONTROLLER_RESIZE_INFEASIBLE, EVENT_FILE_SYSTEM_RESIZE_REQUIRED,
-    EVENT_VOLUME_RESIZE_FAILED, EVENT_VOLUME_RESIZE_SUCCESSFUL, NODE_RESIZE_PENDING, RESIZE_CONDITIONS,
+    EVENT_VOLUME_RESIZE_SUCCESSFUL, NODE_RESIZE_PENDING, RESIZE_CONDITIONS,
 };
 use crate::translate::patch::{ClaimStatusPatch, StorageStatusChange, VolumePatch};
 use crate::translate::quantity::Size;
@@ -63,17 +63,6 @@ pub struct ExpansionOutcome {
     pub memory: ExpansionMemoryChange,
     /// The attempt failed: requeue with backoff (1 s → `--retry-interval-max`).
     pub failed: bool,
-}
-
-/// The Warning recorded when an expansion fails, with the error text; the claim is then retried with backoff.
-pub fn resize_failed_event(message: impl Into<String>) -> PlannedEvent {
-    PlannedEvent::warning(EVENT_VOLUME_RESIZE_FAILED, message)
-}
-
-/// How a failed resize of `volume` by `driver` is worded, in events and logs (external-resizer
-/// pkg/controller/expand_and_recover.go, callResizeOnPlugin).
-pub fn resize_failed_message(volume: &str, driver: &str, error: &str) -> String {
-    format!("resize volume \"{volume}\" by resizer \"{driver}\" failed: {error}")
 }
 
 /// The outcome of an attempt of an [`super::decide::ExpandPlan`]. `claim` is the claim as the plan's `mark` write

@@ -151,7 +151,8 @@ async fn node_local_provisioner_publishes_its_own_segment() {
     let mut world = World::new("prov-cap-node", &["--capacity=2Gi"]).await;
     let late = world.class_with_binding("late", &[], "Delete", "WaitForFirstConsumer").await;
     let namespace = world.ns().to_string();
-    // No Node or CSINode objects: a node-local provisioner takes its segment from NodeGetInfo (item 66).
+    // No Node or CSINode objects: a node-local provisioner takes its segment from NodeGetInfo (external-provisioner's
+    // capacity controller in node mode).
     let env = [("NAMESPACE", namespace.as_str()), ("NODE_NAME", "node-a")];
     let _provisioner =
         start(&mut world, "csi-provisioner", &["--node-deployment", "--capacity-ownerref-level=-1"], &env);

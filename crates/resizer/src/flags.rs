@@ -1,5 +1,4 @@
-//! The csi-resizer command line (reference §2): the common sidecar flags plus the resizer's own, with upstream
-//! defaults, in Go syntax.
+//! The csi-resizer command line: the common sidecar flags plus the resizer's own, with upstream defaults, in Go syntax.
 
 use std::time::Duration;
 
@@ -46,7 +45,8 @@ pub struct Args {
 pub struct Features {
     pub recover_volume_expansion_failure: bool,
     pub annotate_fs_resize: bool,
-    /// `None` when not set explicitly: decided by API discovery at startup (§2).
+    /// `None` when not set explicitly: decided by API discovery at startup (modification runs if storage.k8s.io/v1
+    /// serves VolumeAttributesClass).
     pub volume_attributes_class: Option<bool>,
     pub release_leader_election_on_exit: bool,
 }

@@ -1,5 +1,5 @@
 //! csi-resizer: volume expansion (ControllerExpandVolume) and volume modification through VolumeAttributesClass
-//! (ControllerModifyVolume), as upstream external-resizer does them (../shared/reference/external-resizer.md §3, §4).
+//! (ControllerModifyVolume), as upstream external-resizer (kubernetes-csi/external-resizer) does them.
 //!
 //! - [`translate`]: the pure rules. Plain inputs (claims, volumes, classes, capabilities, flags, the controller's
 //!   per-claim memory as plain facts) to plain outputs (actions, CSI requests, patches, events). No I/O.

@@ -50,7 +50,8 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
         None => volume_attributes_class_api(&client).await,
     };
     let (csi, driver) = (driver.csi.with_timeout(args.timeout), driver.name.clone());
-    // CSI migration: the driver also expands the in-tree plugin's volumes handed over to it (§3 item 11).
+    // CSI migration: the driver also expands the in-tree plugin's volumes handed over to it (external-resizer
+    // pkg/resizer/csi_resizer.go, CanSupport).
     if let Some(in_tree) = csi_translation::in_tree_name_for(&driver) {
         tracing::info!(%in_tree, "expanding the in-tree plugin's volumes too (CSI migration)");
         csi.metrics().enable_migration_label();
@@ -101,8 +102,9 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
     Ok(SidecarLoop::new(NAME, resizer_lease_name(&driver), args.timeout, |stop| controller.run(stop)))
 }
 
-/// §2: without an explicit gate, modification runs only if storage.k8s.io/v1 serves VolumeAttributesClass; if
-/// discovery fails, the gate stays on.
+/// Without an explicit VolumeAttributesClass gate, modification runs only if storage.k8s.io/v1 serves
+/// VolumeAttributesClass; if discovery fails, the gate stays on (external-resizer pkg/features/features.go,
+/// IsVolumeAttributesClassV1Enabled).
 async fn volume_attributes_class_api(client: &kube::Client) -> bool {
     match api_resource_exists::<VolumeAttributesClass>(client).await {
         Ok(found) => {

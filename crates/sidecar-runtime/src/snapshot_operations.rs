@@ -1,5 +1,5 @@
 //! `snapshot_controller_operation_total_seconds` and `snapshot_controller_operations_in_flight`, as upstream's
-//! snapshot-controller exports them (reference §5, §3.1 item 14, §4.2 item 11): how long a snapshot took from the
+//! snapshot-controller exports them (external-snapshotter pkg/metrics/metrics.go): how long a snapshot took from the
 //! first sync that found it uncut until the driver's creation time appeared (`CreateSnapshot`) and until it was ready
 //! (`CreateSnapshotAndReady`), and how long a deletion took until the snapshot was gone (`DeleteSnapshot`; creations
 //! still pending then end as `cancel`). Group snapshots are timed the same way under `CreateGroupSnapshot`,

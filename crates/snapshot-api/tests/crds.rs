@@ -36,7 +36,8 @@ fn chart_file_names_are_upstreams() {
 /// (name, served, storage) of each version, in order.
 type Versions = &'static [(&'static str, bool, bool)];
 const SNAPSHOT_VERSIONS: Versions = &[("v1", true, true)];
-/// Upstream serves v1 but stores v1beta2 (reference §1.1); its deprecated v1beta1 is left out.
+/// Upstream serves v1 but stores v1beta2 (external-snapshotter client/config/crd, kept there during the move to v1);
+/// its deprecated v1beta1 is left out.
 const GROUP_VERSIONS: Versions = &[("v1", true, false), ("v1beta2", true, true)];
 
 #[test]
@@ -264,7 +265,8 @@ fn schemas_carry_the_upstream_rules() {
 
 #[test]
 fn deletion_policy_stays_mutable_on_contents() {
-    // Upstream lets an administrator switch a content between Delete and Retain (reference §1.4).
+    // Upstream lets an administrator switch a content between Delete and Retain: its CEL rules leave deletionPolicy
+    // mutable (external-snapshotter client/config/crd).
     for name in
         ["volumesnapshotcontents.snapshot.storage.k8s.io", "volumegroupsnapshotcontents.groupsnapshot.storage.k8s.io"]
     {

@@ -1,5 +1,5 @@
-//! The controller's per-claim memory (caches only: losing it on a restart is safe, §4 item 4 rebuilds the one
-//! set that matters). Keys are `namespace/name`.
+//! The controller's per-claim memory (caches only: losing it on a restart is safe; the one set that matters, the
+//! uncertain modifications, is rebuilt from the claims found InProgress at startup). Keys are `namespace/name`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
@@ -107,7 +107,7 @@ impl Memory {
         self.lock().in_use_errors.contains(key)
     }
 
-    /// §4 item 4: a claim found InProgress at startup is uncertain.
+    /// A claim found InProgress at startup is uncertain: the driver may still be applying its target.
     pub fn mark_uncertain(&self, key: &str) {
         self.lock().uncertain.insert(key.to_string());
     }

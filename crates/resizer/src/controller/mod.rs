@@ -1,6 +1,7 @@
 //! The I/O half of the resizer: watch caches, one work queue keyed by claim, the driver calls and the writes. Every
-//! rule lives in the pure modules ([`crate::translate::expansion`], [`crate::translate::modification`]); this module only reads the caches,
-//! hands plain values to them and carries out what they say, in the documented order.
+//! rule lives in the pure modules ([`crate::translate::expansion`], [`crate::translate::modification`],
+//! [`crate::translate::watch_filter`]); this module only reads the caches, hands plain values to them and carries out
+//! the steps they plan ([`steps`]).
 //!
 //! Expansion and modification of a claim run in the same sync of the same queue key, one after the other, so they
 //! never race (deliberate difference from upstream, which runs two controllers on two queues).
@@ -9,6 +10,7 @@ mod expand;
 mod memory;
 mod metrics;
 mod modify;
+mod steps;
 mod stores;
 mod sync;
 mod writes;

@@ -1,6 +1,5 @@
-//! The watch caches and the event filters (reference §3.2, §4.2): which change queues which claim. The filters are
-//! the pure ones from [`crate::translate::expansion::filter`] and [`crate::translate::modification::filter`]; this module only gives them
-//! the old and the new object.
+//! The watch caches and their handlers: each change goes to a pure rule of [`crate::translate::watch_filter`], and the
+//! claims it names are queued.
 
 use std::sync::Arc;
 
@@ -14,8 +13,9 @@ use super::Shared;
 use crate::translate::claim::claim_key;
 use crate::translate::expansion::in_use::claims_in_use;
 use crate::translate::modification::decide::uncertain_at_startup;
-use crate::translate::modification::filter::awaited_class;
-use crate::translate::names::MODIFY_IN_PROGRESS;
+use crate::translate::watch_filter::{
+    changed_class, claim_of_new_volume, claim_update_needs_sync, claims_freed_by_pod, waits_for_class,
+};
 
 /// Read-only views of the caches.
 pub struct Stores {
@@ -63,7 +63,7 @@ impl Stores {
         self.classes.as_ref()?.get(&ObjectRef::new(name))
     }
 
-    /// Whether a pod that has not terminated uses the claim (§3 item 7).
+    /// Whether a pod that has not terminated uses the claim.
     pub fn used_by_pod(&self, key: &str) -> bool {
         let Some(pods) = &self.pods else { return false };
         pods.state().iter().any(|pod| claims_in_use(pod).iter().any(|k| k == key))
@@ -88,7 +88,9 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
         }
         Change::Applied { old, object: claim, listed: false } => {
             s.written_claims.seen(&claim_key(claim), claim);
-            if old.is_none_or(|old| s.claim_update_needs_sync(&old, claim)) {
+            let (expansion, modification) = (s.options.expansion.as_ref(), s.options.modification.is_some());
+            let volume_cached = |volume: &str| s.stores.volume(volume).is_some();
+            if old.is_none_or(|old| claim_update_needs_sync(&old, claim, expansion, modification, volume_cached)) {
                 s.queue.add(claim_key(claim));
             }
         }
@@ -110,20 +112,17 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
             Change::Deleted(volume) => s.written_volumes.forget(volume.metadata.name.as_deref().unwrap_or_default()),
             Change::Listed => {}
         }
-        // A claim waiting for its PV to reach the cache (item 8) goes on as soon as it does.
-        if let Change::Applied { old: None, object: volume, listed: false } = change
-            && let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
-            && let (Some(namespace), Some(name)) = (&reference.namespace, &reference.name)
-        {
-            s.queue.add(format!("{namespace}/{name}"));
+        if let Some(key) = claim_of_new_volume(&change) {
+            s.queue.add(key);
         }
     });
 
     if let Some(feed) = feeds.classes {
         let s = shared.clone();
         watches.watch(feed, Api::<VolumeAttributesClass>::all(client.clone()), move |change| {
-            if let Change::Applied { object: class, listed: false, .. } = change {
-                s.queue_claims_waiting_for(class.metadata.name.as_deref().unwrap_or_default());
+            let Some(class) = changed_class(&change) else { return };
+            for claim in s.stores.claims.state().iter().filter(|claim| waits_for_class(claim, class)) {
+                s.queue.add(claim_key(claim));
             }
         });
     }
@@ -131,97 +130,10 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     if let Some(feed) = feeds.pods {
         let s = shared.clone();
         watches.watch(feed, Api::<Pod>::all(client), move |change| {
-            // A claim whose expansion waits for its pods to go (§3 item 18) is queued when one goes.
-            let mut keys = match &change {
-                Change::Applied { object: pod, listed: false, .. } | Change::Deleted(pod) => claims_in_use(pod),
-                _ => return,
-            };
-            if let Change::Applied { old: Some(old), .. } = &change {
-                keys.extend(claims_in_use(old));
-            }
-            for key in keys {
-                if s.memory.in_use_error(&key) {
-                    s.queue.add(key);
-                }
+            for key in claims_freed_by_pod(&change, |key| s.memory.in_use_error(key)) {
+                s.queue.add(key);
             }
         });
     }
     watches
-}
-
-impl Shared {
-    fn claim_update_needs_sync(&self, old: &PersistentVolumeClaim, new: &PersistentVolumeClaim) -> bool {
-        let expansion = self.options.expansion.as_ref().is_some_and(|config| {
-            crate::translate::expansion::filter::claim_update_needs_sync(
-                old,
-                new,
-                config.recover_volume_expansion_failure,
-            )
-        });
-        let modification = self.options.modification.is_some() && {
-            let old_volume = crate::translate::claim::bound_volume_name(old);
-            let known = !old_volume.is_empty() && self.stores.volume(old_volume).is_some();
-            crate::translate::modification::filter::claim_update_needs_sync(old, new, known)
-        };
-        expansion || modification
-    }
-
-    /// Deliberate difference (§4 item 7): a class that appears (or changes) queues the claims waiting for it.
-    fn queue_claims_waiting_for(&self, class: &str) {
-        for claim in self.stores.claims.state() {
-            if waits_for_class(&claim, class) {
-                self.queue.add(claim_key(&claim));
-            }
-        }
-    }
-}
-
-/// Whether `claim` waits for `class`: Pending on it (§4 item 16), or InProgress with it as the locked target whose
-/// class was missing (§4 item 15).
-fn waits_for_class(claim: &PersistentVolumeClaim, class: &str) -> bool {
-    let locked = claim.status.as_ref().and_then(|s| s.modify_volume_status.as_ref()).is_some_and(|m| {
-        m.status == MODIFY_IN_PROGRESS && m.target_volume_attributes_class_name.as_deref() == Some(class)
-    });
-    awaited_class(claim) == Some(class) || locked
-}
-
-#[cfg(test)]
-mod tests {
-    use k8s_openapi::api::core::v1::{ModifyVolumeStatus, PersistentVolumeClaimSpec, PersistentVolumeClaimStatus};
-
-    use super::*;
-
-    fn claim(spec: &str, status: Option<(&str, Option<&str>)>) -> PersistentVolumeClaim {
-        PersistentVolumeClaim {
-            spec: Some(PersistentVolumeClaimSpec {
-                volume_attributes_class_name: Some(spec.to_string()),
-                ..Default::default()
-            }),
-            status: Some(PersistentVolumeClaimStatus {
-                phase: Some("Bound".into()),
-                modify_volume_status: status.map(|(status, target)| ModifyVolumeStatus {
-                    status: status.into(),
-                    target_volume_attributes_class_name: target.map(str::to_string),
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn a_new_class_wakes_the_claims_waiting_for_it() {
-        // (case, claim, queued when "gold" appears)
-        let table = [
-            ("Pending on gold", claim("gold", Some(("Pending", None))), true),
-            ("Pending on another class", claim("silver", Some(("Pending", None))), false),
-            ("InProgress, gold locked", claim("silver", Some(("InProgress", Some("gold")))), true),
-            ("InProgress toward another class", claim("gold", Some(("InProgress", Some("silver")))), false),
-            ("Infeasible on gold", claim("gold", Some(("Infeasible", Some("gold")))), false),
-            ("nothing under way", claim("gold", None), false),
-        ];
-        for (case, claim, want) in table {
-            assert_eq!(waits_for_class(&claim, "gold"), want, "{case}");
-        }
-    }
 }

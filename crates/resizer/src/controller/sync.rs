@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use sidecar_runtime::Outcome;
 
+use super::steps::Objects;
 use super::{ClaimKey, Shared, expand, modify};
 use crate::translate::claim::bound_volume_name;
 
@@ -19,17 +20,15 @@ pub(super) async fn sync(shared: Arc<Shared>, key: ClaimKey) -> Outcome {
         tracing::debug!(claim = %key, volume = %volume_name, "volume not in the cache yet, retrying");
         return Outcome::Retry;
     };
-    let mut claim = (*claim).clone();
-    let mut volume = (*volume).clone();
+    let mut objects = Objects { claim: (*claim).clone(), volume: (*volume).clone() };
     let mut outcome = Outcome::Done;
     if let Some(config) = &shared.options.expansion {
-        let (expanded, latest_claim, latest_volume) = expand::expand(&shared, &key, config, claim, volume).await;
+        let (expanded, latest) = expand::expand(&shared, &key, config, objects).await;
         outcome = outcome.most_urgent(expanded);
-        claim = latest_claim;
-        volume = latest_volume;
+        objects = latest;
     }
     if let Some(config) = &shared.options.modification {
-        outcome = outcome.most_urgent(modify::modify(&shared, &key, config, claim, volume).await);
+        outcome = outcome.most_urgent(modify::modify(&shared, &key, config, objects).await);
     }
     outcome
 }

@@ -1,6 +1,7 @@
-//! The objects as the resizer's own writes returned them, until the watch delivers that version (reference §3 item
-//! 17: upstream puts every patched object back into its informer store "to avoid stale reads"). The watch caches
-//! cannot be written from outside, so this sits beside them: a sync reads the newer of the two.
+//! The objects as the resizer's own writes returned them, until the watch delivers that version (upstream puts every
+//! object it patched back into its informer store: external-resizer pkg/controller/resize_status.go,
+//! markControllerResizeInProgress). The watch caches cannot be written from outside, so this sits beside them: a sync
+//! reads the newer of the two.
 //!
 //! Why it matters: a claim's own status patches come back as watch events that queue the claim again, and the next
 //! sync starts as soon as the first ends. Without this it would often see the claim from before the last patch (the

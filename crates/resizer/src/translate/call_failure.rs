@@ -1,6 +1,9 @@
 //! A driver call that did not succeed, and how upstream words it.
 
 use csi_client::{Call, CallError, Disposition};
+use sidecar_runtime::PlannedEvent;
+
+use crate::translate::names::EVENT_VOLUME_RESIZE_FAILED;
 
 /// Why ControllerExpandVolume or ControllerModifyVolume did not succeed.
 #[derive(Debug)]
@@ -44,6 +47,17 @@ impl CallFailure<'_> {
     }
 }
 
+/// The Warning recorded when an expansion fails, with the error text; the claim is then retried with backoff.
+pub fn resize_failed_event(message: impl Into<String>) -> PlannedEvent {
+    PlannedEvent::warning(EVENT_VOLUME_RESIZE_FAILED, message)
+}
+
+/// How a failed resize of `volume` by `driver` is worded, in events and logs (external-resizer
+/// pkg/controller/expand_and_recover.go, callResizeOnPlugin).
+pub fn resize_failed_message(volume: &str, driver: &str, error: &str) -> String {
+    format!("resize volume \"{volume}\" by resizer \"{driver}\" failed: {error}")
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -84,7 +98,9 @@ mod tests {
     fn expansion_and_modification_read_codes_differently() {
         use Call::{ControllerExpandVolume as Expand, ControllerModifyVolume as Modify};
         use Disposition::*;
-        // (call, code, disposition): §3 item 25 for expansion, §4 item 24 for modification.
+        // (call, code, disposition): InvalidArgument, OutOfRange and NotFound make an expansion infeasible, only
+        // InvalidArgument a modification (external-resizer pkg/util/util.go, IsInfeasibleError, and
+        // pkg/modifycontroller/modify_volume.go, controllerModifyVolumeWithTarget).
         let table = [
             (Expand, Code::InvalidArgument, Infeasible),
             (Expand, Code::OutOfRange, Infeasible),

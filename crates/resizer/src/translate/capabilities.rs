@@ -1,5 +1,6 @@
-//! Which of its jobs the resizer can do for a driver, from the driver's capabilities at startup (reference §2
-//! "Startup order", §3.1, §4.1).
+//! Which of its jobs the resizer can do for a driver, from the driver's capabilities at startup (external-resizer
+//! pkg/resizer/csi_resizer.go, NewResizerFromClient; pkg/modifier/csi_modifier.go, NewModifierFromClient;
+//! cmd/csi-resizer/main.go).
 
 use csi_client::capabilities::{ControllerCapabilities, ControllerCapability, PluginCapabilities, PluginService};
 
@@ -30,16 +31,17 @@ pub enum ControllerExpansion {
 /// A driver the resizer cannot serve.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StartupError {
-    /// Fatal ("Failed to create CSI resizer"), even when the driver could modify (§3 item 1).
+    /// Fatal ("Failed to create CSI resizer"), even when the driver could modify: upstream does not read a missing
+    /// CONTROLLER_SERVICE as "resize unsupported".
     #[error("CSI driver does not support controller service")]
     NoControllerService,
-    /// Fatal: neither job is possible (§2 step 7).
+    /// Fatal: neither job is possible.
     #[error("CSI driver does not support resize nor modify")]
     NeitherResizeNorModify,
 }
 
-/// Step 1 of the expansion check (§3 items 1–2): CONTROLLER_SERVICE is required; EXPAND_VOLUME selects the controller
-/// expander, whose access-mode mapping depends on SINGLE_NODE_MULTI_WRITER.
+/// Step 1 of the expansion check: CONTROLLER_SERVICE is required; EXPAND_VOLUME selects the controller expander, whose
+/// access-mode mapping depends on SINGLE_NODE_MULTI_WRITER.
 pub fn controller_expansion(
     plugin: &PluginCapabilities,
     controller: &ControllerCapabilities,
@@ -54,12 +56,13 @@ pub fn controller_expansion(
     Ok(ControllerExpansion::AskNode)
 }
 
-/// Step 2 (§3 item 3): a node with EXPAND_VOLUME gives node-only expansion; otherwise expansion is off.
+/// Step 2, when the controller cannot expand: a node with EXPAND_VOLUME gives node-only expansion; otherwise expansion
+/// is off.
 pub fn node_expansion(node_expand_volume: bool) -> Option<Expander> {
     node_expand_volume.then_some(Expander::NodeOnly)
 }
 
-/// Whether the driver can modify volumes (§4 item 1: MODIFY_VOLUME; EXPAND_VOLUME is not needed).
+/// Whether the driver can modify volumes: MODIFY_VOLUME is enough, EXPAND_VOLUME is not needed.
 pub fn modification_supported(controller: &ControllerCapabilities) -> bool {
     controller.has(ControllerCapability::ModifyVolume)
 }
@@ -93,44 +96,44 @@ mod tests {
         use ControllerCapability::*;
         // (rule, controller service, controller capabilities, result)
         let table = [
+            ("no CONTROLLER_SERVICE is fatal", false, vec![ExpandVolume], Err(StartupError::NoControllerService)),
             (
-                "§3 item 1: no CONTROLLER_SERVICE is fatal",
-                false,
-                vec![ExpandVolume],
-                Err(StartupError::NoControllerService),
-            ),
-            (
-                "§3 item 2: EXPAND_VOLUME → controller expander",
+                "EXPAND_VOLUME → controller expander",
                 true,
                 vec![ExpandVolume],
                 Ok(ControllerExpansion::Supported(Expander::Controller { single_node_multi_writer: false })),
             ),
             (
-                "§3 item 2: SINGLE_NODE_MULTI_WRITER is remembered",
+                "SINGLE_NODE_MULTI_WRITER is remembered",
                 true,
                 vec![ExpandVolume, SingleNodeMultiWriter],
                 Ok(ControllerExpansion::Supported(Expander::Controller { single_node_multi_writer: true })),
             ),
-            ("§3 item 3: no EXPAND_VOLUME → ask the node", true, vec![ModifyVolume], Ok(ControllerExpansion::AskNode)),
+            ("no EXPAND_VOLUME → ask the node", true, vec![ModifyVolume], Ok(ControllerExpansion::AskNode)),
         ];
         for (rule, service, caps, want) in table {
             assert_eq!(controller_expansion(&plugin(service), &controller(&caps)), want, "{rule}");
         }
-        assert_eq!(node_expansion(true), Some(Expander::NodeOnly), "§3 item 3: node EXPAND_VOLUME → node-only");
-        assert_eq!(node_expansion(false), None, "§3 item 3: resize not supported");
-        assert!(!Expander::NodeOnly.expands_in_controller(), "§3 item 4");
+        assert_eq!(node_expansion(true), Some(Expander::NodeOnly), "node EXPAND_VOLUME → node-only");
+        assert_eq!(node_expansion(false), None, "resize not supported");
+        assert!(!Expander::NodeOnly.expands_in_controller(), "a node-only driver does not expand in the controller");
     }
 
     #[test]
     fn at_least_one_job() {
         use ControllerCapability::*;
-        assert!(modification_supported(&controller(&[ModifyVolume])), "§4 item 1: MODIFY_VOLUME alone is enough");
-        assert!(!modification_supported(&controller(&[ExpandVolume])), "§4 item 1");
+        assert!(modification_supported(&controller(&[ModifyVolume])), "MODIFY_VOLUME alone is enough");
+        assert!(!modification_supported(&controller(&[ExpandVolume])), "EXPAND_VOLUME alone does not modify");
         // (rule, expander, modify, result)
         let table = [
-            ("§2 step 7: neither is fatal", None, false, Err(StartupError::NeitherResizeNorModify)),
-            ("§4 item 1: modify-only drivers run", None, true, Ok(())),
-            ("§3: resize-only drivers run", Some(Expander::NodeOnly), false, Ok(())),
+            (
+                "a driver that can neither resize nor modify is refused",
+                None,
+                false,
+                Err(StartupError::NeitherResizeNorModify),
+            ),
+            ("modify-only drivers run", None, true, Ok(())),
+            ("resize-only drivers run", Some(Expander::NodeOnly), false, Ok(())),
         ];
         for (rule, expander, modify, want) in table {
             assert_eq!(check_jobs(expander, modify), want, "{rule}");

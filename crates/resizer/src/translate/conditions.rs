@@ -4,7 +4,8 @@
 //!   or drops the other resize conditions (Resizing, FileSystemResizePending, ControllerResizeError,
 //!   NodeResizeError); conditions of other kinds are never touched;
 //! - modification stamps `lastProbeTime` = now on every write and moves `lastTransitionTime` only when the status or
-//!   the reason changes (a new condition takes its `lastProbeTime`), reference §4 item 26.
+//!   the reason changes (a new condition takes its `lastProbeTime`): external-resizer pkg/util/util.go,
+//!   MergePVCConditions.
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaimCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -123,11 +124,11 @@ mod tests {
         // (rule, keep_old, expected)
         let table = [
             (
-                "§3 item 17: rewriting the status drops every other resize condition, and only those",
+                "rewriting the status drops every other resize condition, and only those",
                 false,
                 vec![ConditionChange::Remove("NodeResizeError".into()), ConditionChange::Set(resizing.clone())],
             ),
-            ("§3 item 17: not rewriting keeps the others", true, vec![ConditionChange::Set(resizing.clone())]),
+            ("not rewriting keeps the others", true, vec![ConditionChange::Set(resizing.clone())]),
         ];
         for (rule, keep_old, want) in table {
             assert_eq!(merge_resize_conditions(&existing, vec![resizing.clone()], keep_old), want, "{rule}");
@@ -140,20 +141,20 @@ mod tests {
         let now = time(2_000);
         // (rule, old conditions, new condition reason, expected lastTransitionTime)
         let table = [
-            ("§4 item 26: new condition takes lastProbeTime", vec![], None, time(2_000)),
+            ("new condition takes lastProbeTime", vec![], None, time(2_000)),
             (
-                "§4 item 26: same status and reason keep it",
+                "same status and reason keep it",
                 vec![old("ModifyVolumeError", Some("Aborted"), 5)],
                 Some("Aborted"),
                 time(5),
             ),
             (
-                "§4 item 26: a new reason moves it",
+                "a new reason moves it",
                 vec![old("ModifyVolumeError", Some("Aborted"), 5)],
                 Some("Internal"),
                 time(2_000),
             ),
-            ("§4 item 26: nil and empty reasons are equal", vec![old("ModifyVolumeError", Some(""), 5)], None, time(5)),
+            ("nil and empty reasons are equal", vec![old("ModifyVolumeError", Some(""), 5)], None, time(5)),
         ];
         for (rule, existing, reason, want) in table {
             let new = modify_condition("ModifyVolumeError", reason.map(str::to_string), "m".into(), &now);

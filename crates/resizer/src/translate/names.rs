@@ -1,5 +1,5 @@
-//! Every annotation, condition type, status value, event reason, feature gate and parameter key the resizer reads
-//! or writes, spelled exactly as upstream external-resizer and Kubernetes spell them (reference §2–§4).
+//! Every annotation, condition type, status value, event reason, feature gate and parameter key the resizer reads or
+//! writes, spelled exactly as upstream external-resizer and Kubernetes spell them.
 
 pub use sidecar_runtime::RELEASE_LEADER_ELECTION_ON_EXIT as GATE_RELEASE_LEADER_ELECTION_ON_EXIT;
 pub use sidecar_runtime::names::{
@@ -9,12 +9,13 @@ pub use sidecar_runtime::names::{
 
 // ---- Annotations --------------------------------------------------------------------------------------------------
 
-/// On a claim: the CSI driver KCM hands an in-tree (migrated) claim to. Read, never written (§3 item 12).
+/// On a claim: the CSI driver KCM hands an in-tree (migrated) claim to. Read, never written (KCM's expand controller
+/// writes it).
 pub const ANN_STORAGE_RESIZER: &str = "volume.kubernetes.io/storage-resizer";
 /// On a PV: the claim's `status.capacity` before a controller expansion that still needs the node step
-/// (AnnotateFsResize, §3 items 9 and 31).
+/// (AnnotateFsResize); removed once the claim's capacity reaches the PV's.
 pub const ANN_PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
-/// On a claim: `"true"` tells kubelet the driver finished the expansion in the controller (§3 item 33).
+/// On a claim: `"true"` tells kubelet the driver finished the expansion in the controller, so it skips the node step.
 pub const ANN_NODE_EXPANSION_NOT_REQUIRED: &str = "volume.kubernetes.io/node-expansion-not-required";
 
 // ---- Claim condition types ----------------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
-//! Which claims need expanding, and to what size (reference §3.3–§3.5, §3.8).
+//! Which claims need expanding, and to what size (external-resizer pkg/controller/controller.go, syncPVC, and
+//! pkg/controller/expand_and_recover.go, expandAndRecover; pkg/controller/controller.go, resizePVC, for the legacy
+//! rules).
 //!
-//! One call of [`decide_expansion`] per sync of a claim. The controller, in order:
+//! One call of [`decide_expansion`] per sync of a claim; [`super::steps::decision_steps`] turns the decision into the
+//! steps the controller carries out, in order:
 //! 1. writes [`ExpansionDecision::volume_cleanup`] if any (a failure requeues the claim with backoff);
 //! 2. applies [`ExpansionDecision::memory`];
 //! 3. follows [`ExpansionDecision::action`]: for [`ExpansionAction::Expand`], writes the plan's `mark` (a Conflict
@@ -35,7 +38,8 @@ use sidecar_runtime::PlannedEvent;
 pub struct ExpansionConfig {
     pub driver_name: String,
     pub expander: Expander,
-    /// Feature gate RecoverVolumeExpansionFailure (default on). Off selects the legacy rules (§3.8).
+    /// Feature gate RecoverVolumeExpansionFailure (default on). Off selects the legacy rules: conditions only, no
+    /// `allocatedResources` nor resize status.
     pub recover_volume_expansion_failure: bool,
     /// Feature gate AnnotateFsResize (default on).
     pub annotate_fs_resize: bool,
@@ -68,7 +72,8 @@ pub struct ExpansionMemoryChange {
 /// The result of one sync of a claim.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExpansionDecision {
-    /// Remove `pre-resize-capacity` from the PV: kubelet finished (item 9). Done before anything else, for any PV.
+    /// Remove `pre-resize-capacity` from the PV: kubelet finished (the claim's capacity reached the PV's). Done before
+    /// anything else, for any PV.
     pub volume_cleanup: Option<VolumePatch>,
     /// Apply at once.
     pub memory: ExpansionMemoryChange,
@@ -82,8 +87,8 @@ pub struct ExpansionDecision {
 pub enum ExpansionAction {
     /// Nothing to do until the claim changes.
     Skip(Skip),
-    /// An infeasible expansion to this size failed recently: requeue after `after`, without a status write or a
-    /// driver call (item 15).
+    /// An infeasible expansion to this size failed recently: requeue after `after`, without a status write or a driver
+    /// call. A different size is tried at once.
     DelayRetry {
         after: Duration,
         message: String,
@@ -94,17 +99,18 @@ pub enum ExpansionAction {
 /// Why a claim is left alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Skip {
-    /// Not Bound, or no `spec.volumeName` (item 10).
+    /// Not Bound, or no `spec.volumeName`.
     NotBound,
-    /// The request does not exceed `status.capacity` (item 10).
+    /// The request does not exceed `status.capacity`.
     NoExpansionRequested,
-    /// The PV is neither a CSI volume of this driver nor an in-tree one handed over to it (item 11).
+    /// The PV is neither a CSI volume of this driver nor an in-tree one handed over to it.
     OtherDriver,
-    /// The PV's claimRef does not name this claim (namespace and UID, item 11).
+    /// The PV's claimRef does not name this claim (namespace and UID).
     ClaimRefMismatch,
-    /// The controller step is done; kubelet finishes (items 13–14).
+    /// The controller step is done; kubelet finishes.
     NodeExpansionPending,
-    /// The PV is already large enough and FileSystemResizePending is set (item 14 with an older API server; §3.8).
+    /// The PV is already large enough and FileSystemResizePending is set (a claim written by an API server without
+    /// resize statuses, or the legacy rules).
     AlreadyExpanded,
     /// A size that does not parse.
     InvalidSize { field: &'static str, value: String },
@@ -116,16 +122,16 @@ pub struct ExpandPlan {
     /// The size to ask for (`capacity_range.required_bytes`).
     pub target: Size,
     /// Written first: Resizing, and with RecoverVolumeExpansionFailure `allocatedResources` and
-    /// ControllerResizeInProgress (item 17). Carries the resourceVersion.
+    /// ControllerResizeInProgress, and the node-expansion-not-required annotation removed. Carries the resourceVersion.
     pub mark: ClaimStatusPatch,
-    /// The driver expands only offline and a pod uses the claim: record this warning and requeue with backoff,
-    /// without calling the driver (item 18).
+    /// The driver expands only offline and a pod uses the claim: record this warning and requeue with backoff, without
+    /// calling the driver.
     pub in_use: Option<PlannedEvent>,
-    /// Applied just before the call: the in-use error is forgotten (item 18).
+    /// Applied just before the call: the in-use error is forgotten; a new FailedPrecondition brings it back.
     pub before_call: ExpansionMemoryChange,
-    /// The Normal `Resizing` event recorded before the call (item 19).
+    /// The Normal `Resizing` event recorded before each call.
     pub resizing: PlannedEvent,
-    /// False for a node-only driver: no call, the answer is [`super::result::ExpandedVolume::node_only`] (item 4).
+    /// False for a node-only driver: no call, the answer is [`super::result::ExpandedVolume::node_only`].
     pub call_driver: bool,
     /// How the driver comes to expand the PV: a migrated in-tree PV is translated for the request
     /// ([`super::migration::csi_form`]) and the call is counted with `migrated="true"`.
@@ -163,7 +169,7 @@ impl ClaimSizes {
     }
 }
 
-/// What the target-size rules give (items 13–14).
+/// What the target-size rules give.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Target {
     Expand(Size),
@@ -177,7 +183,8 @@ pub enum Target {
 pub const OLD_API_SERVER_WARNING: &str =
     "external-resizer may be running with older version of kubernetes api-server, please upgrade to k8s version 1.32";
 
-/// The size to expand to, with RecoverVolumeExpansionFailure (items 13–14). `status` is R, "" when unset.
+/// The size to expand to, with RecoverVolumeExpansionFailure (external-resizer pkg/controller/expand_and_recover.go,
+/// expandAndRecover). `status` is R, "" when unset.
 pub fn expansion_target(
     sizes: &ClaimSizes,
     status: &str,
@@ -211,8 +218,8 @@ pub fn expansion_target(
     }
 }
 
-/// Decides what one sync of `claim` does. `volume` is the PV named by `spec.volumeName` (the controller requeues
-/// the claim with backoff while that PV is not in its store, item 8).
+/// Decides what one sync of `claim` does. `volume` is the PV named by `spec.volumeName` (the controller requeues the
+/// claim with backoff while that PV is not in its store).
 pub fn decide_expansion(
     claim: &PersistentVolumeClaim,
     volume: &PersistentVolume,
@@ -290,7 +297,7 @@ fn expansion_action(
     let version = claim.metadata.resource_version.clone();
 
     if !config.recover_volume_expansion_failure {
-        // §3.8: expand to the request unless the PV is large enough and the node step is already pending.
+        // Legacy rules: expand to the request unless the PV is large enough and the node step is already pending.
         if sizes.volume.bytes >= sizes.requested.bytes && file_system_resize_pending {
             return skip(Skip::AlreadyExpanded);
         }
@@ -337,7 +344,7 @@ fn expansion_action(
         );
         return Err(ExpansionAction::DelayRetry { after, message });
     }
-    // Expanding again to the size already recorded: keep the status and conditions as they are (item 15).
+    // Expanding again to the size already recorded: keep the status and conditions as they are.
     let rewrite_status = !same_target;
     let resizing_condition = resize_condition(CONDITION_RESIZING, None, now);
     let mut mark = ClaimStatusPatch {
@@ -353,8 +360,8 @@ fn expansion_action(
     Ok(ExpandPlan { target, mark, in_use, before_call, resizing, call_driver, origin })
 }
 
-/// The PV is already as large as the request, yet the claim has no resize status that explains it: the API server
-/// does not know `allocatedResourceStatuses` (item 14, last case).
+/// The PV is already as large as the request, yet the claim has no resize status that explains it: the API server does
+/// not know `allocatedResourceStatuses`.
 fn written_by_old_api_server(sizes: &ClaimSizes, status: &str) -> bool {
     let known = [
         NODE_RESIZE_PENDING,
@@ -368,7 +375,7 @@ fn written_by_old_api_server(sizes: &ClaimSizes, status: &str) -> bool {
         && !(status.is_empty() && sizes.allocated.is_some())
 }
 
-/// The PV's claimRef names this claim: same namespace and UID (item 11).
+/// The PV's claimRef names this claim: same namespace and UID.
 fn claim_ref_matches(claim: &PersistentVolumeClaim, volume: &PersistentVolume) -> bool {
     let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else { return false };
     reference.namespace.as_deref().unwrap_or_default() == claim.metadata.namespace.as_deref().unwrap_or_default()

@@ -1,5 +1,5 @@
-//! Which claim updates the expansion controller looks at (reference §3.2 item 6). Adds always queue the claim;
-//! deletes forget it.
+//! Which claim updates the expansion controller looks at (external-resizer pkg/controller/controller.go, updatePVC).
+//! Adds always queue the claim; deletes forget it.
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -73,31 +73,16 @@ mod tests {
         let base = claim("1", "1Gi", "1Gi", "", None);
         // (rule, new claim, gate on, queued)
         let table = [
-            ("§3 item 6: request grew", claim("2", "2Gi", "1Gi", "", None), false, true),
-            ("§3 item 6: request shrank, gate off: ignored", claim("2", "512Mi", "1Gi", "", None), false, false),
-            ("§3 item 6: request shrank, gate on: queued", claim("2", "512Mi", "1Gi", "", None), true, true),
-            (
-                "§3 item 6: resizer annotation changed",
-                claim("2", "1Gi", "1Gi", "", Some("ebs.csi.aws.com")),
-                false,
-                true,
-            ),
-            ("§3 item 6: resync (same resourceVersion)", claim("1", "1Gi", "1Gi", "", None), false, true),
-            ("§3 item 6: capacity grew", claim("2", "1Gi", "2Gi", "", None), false, true),
-            ("§3 item 6: capacity shrank: ignored", claim("2", "1Gi", "512Mi", "", None), false, false),
-            (
-                "§3 item 6: resize status changed, gate on",
-                claim("2", "1Gi", "1Gi", "NodeResizePending", None),
-                true,
-                true,
-            ),
-            (
-                "§3 item 6: resize status changed, gate off",
-                claim("2", "1Gi", "1Gi", "NodeResizePending", None),
-                false,
-                false,
-            ),
-            ("§3 item 6: any other change is ignored", claim("2", "1Gi", "1Gi", "", None), true, false),
+            ("request grew", claim("2", "2Gi", "1Gi", "", None), false, true),
+            ("request shrank, gate off: ignored", claim("2", "512Mi", "1Gi", "", None), false, false),
+            ("request shrank, gate on: queued", claim("2", "512Mi", "1Gi", "", None), true, true),
+            ("resizer annotation changed", claim("2", "1Gi", "1Gi", "", Some("ebs.csi.aws.com")), false, true),
+            ("resync (same resourceVersion)", claim("1", "1Gi", "1Gi", "", None), false, true),
+            ("capacity grew", claim("2", "1Gi", "2Gi", "", None), false, true),
+            ("capacity shrank: ignored", claim("2", "1Gi", "512Mi", "", None), false, false),
+            ("resize status changed, gate on", claim("2", "1Gi", "1Gi", "NodeResizePending", None), true, true),
+            ("resize status changed, gate off", claim("2", "1Gi", "1Gi", "NodeResizePending", None), false, false),
+            ("any other change is ignored", claim("2", "1Gi", "1Gi", "", None), true, false),
         ];
         for (rule, new, gate, want) in table {
             assert_eq!(claim_update_needs_sync(&base, &new, gate), want, "{rule}");

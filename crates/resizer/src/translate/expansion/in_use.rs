@@ -1,4 +1,5 @@
-//! Which claims pods keep in use, for drivers that expand only offline (reference §3.2 item 7, §3.5 item 18).
+//! Which claims pods keep in use, for drivers that expand only offline (external-resizer
+//! pkg/controller/inuse_pvc_store.go).
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -57,10 +58,10 @@ mod tests {
     fn running_pods_keep_their_claims_in_use() {
         // (rule, phase, claims)
         let table = [
-            ("§3 item 7: a running pod uses its claims, not its ephemeral volumes", "Running", vec!["apps/data"]),
-            ("§3 item 7: a pending pod counts too", "Pending", vec!["apps/data"]),
-            ("§3 item 7: a succeeded pod does not", "Succeeded", vec![]),
-            ("§3 item 7: a failed pod does not", "Failed", vec![]),
+            ("a running pod uses its claims, not its ephemeral volumes", "Running", vec!["apps/data"]),
+            ("a pending pod counts too", "Pending", vec!["apps/data"]),
+            ("a succeeded pod does not", "Succeeded", vec![]),
+            ("a failed pod does not", "Failed", vec![]),
         ];
         for (rule, phase, want) in table {
             assert_eq!(claims_in_use(&pod(phase)), want, "{rule}");

@@ -1,8 +1,8 @@
-//! CSI migration (reference §3 items 11, 20 and 24): a driver that replaces an in-tree plugin (`ebs.csi.aws.com`
-//! for `awsElasticBlockStore`) also expands that plugin's PVs once kube-controller-manager hands their claims over,
-//! which it does by setting `volume.kubernetes.io/storage-resizer` to the driver's name. The PV is translated to its
-//! CSI form only to build the request; what is written back (the capacity) goes to the PV as it is, in its in-tree
-//! form. The call is counted with `migrated="true"`.
+//! CSI migration (external-resizer pkg/resizer/csi_resizer.go, CanSupport and Resize): a driver that replaces an
+//! in-tree plugin (`ebs.csi.aws.com` for `awsElasticBlockStore`) also expands that plugin's PVs once
+//! kube-controller-manager hands their claims over, which it does by setting `volume.kubernetes.io/storage-resizer` to
+//! the driver's name. The PV is translated to its CSI form only to build the request; what is written back (the
+//! capacity) goes to the PV as it is, in its in-tree form. The call is counted with `migrated="true"`.
 
 use std::borrow::Cow;
 
@@ -21,7 +21,7 @@ pub enum VolumeOrigin {
     Migrated,
 }
 
-/// Whether `driver_name` expands the claim's PV, and how (item 11); None when the PV is not the driver's.
+/// Whether `driver_name` expands the claim's PV, and how; None when the PV is not the driver's.
 ///
 /// Upstream accepts any PV once the annotation names a migration-target driver, even a CSI PV of another driver or
 /// an in-tree PV of a plugin the driver does not replace. Deliberately, only an in-tree PV of the replaced plugin
@@ -40,8 +40,8 @@ pub fn volume_origin(
     (handed_over && replaced).then_some(VolumeOrigin::Migrated)
 }
 
-/// The PV as ControllerExpandVolume sees it (item 20): a CSI PV as it is, a migrated one in its CSI form (volume
-/// handle, fsType and access modes translated).
+/// The PV as ControllerExpandVolume sees it: a CSI PV as it is, a migrated one in its CSI form (volume handle, fsType
+/// and access modes translated).
 pub fn csi_form(volume: &PersistentVolume, origin: VolumeOrigin) -> Result<Cow<'_, PersistentVolume>, RequestError> {
     match origin {
         VolumeOrigin::Csi => Ok(Cow::Borrowed(volume)),
@@ -111,8 +111,8 @@ mod tests {
         });
         // (rule, claim, volume, driver, origin)
         let table = [
-            ("§3 item 11: a CSI PV of the driver", claim(None), csi(EBS), EBS, Some(VolumeOrigin::Csi)),
-            ("§3 item 11: a CSI PV of another driver", claim(None), csi("other.csi"), EBS, None),
+            ("a CSI PV of the driver", claim(None), csi(EBS), EBS, Some(VolumeOrigin::Csi)),
+            ("a CSI PV of another driver", claim(None), csi("other.csi"), EBS, None),
             (
                 "deliberate difference: another driver's CSI PV, even handed over",
                 claim(Some(EBS)),
@@ -120,16 +120,10 @@ mod tests {
                 EBS,
                 None,
             ),
+            ("an in-tree PV handed over", claim(Some(EBS)), ebs("vol-1"), EBS, Some(VolumeOrigin::Migrated)),
+            ("an in-tree PV not handed over", claim(None), ebs("vol-1"), EBS, None),
             (
-                "§3 item 11: an in-tree PV handed over",
-                claim(Some(EBS)),
-                ebs("vol-1"),
-                EBS,
-                Some(VolumeOrigin::Migrated),
-            ),
-            ("§3 item 11: an in-tree PV not handed over", claim(None), ebs("vol-1"), EBS, None),
-            (
-                "§3 item 11: an in-tree PV handed over to another driver",
+                "an in-tree PV handed over to another driver",
                 claim(Some("pd.csi.storage.gke.io")),
                 ebs("vol-1"),
                 EBS,

@@ -1,4 +1,5 @@
-//! The ControllerExpandVolume request for a volume (reference §3.6).
+//! The ControllerExpandVolume request for a volume (external-resizer pkg/resizer/csi_resizer.go, Resize and
+//! GetVolumeCapabilities).
 
 use std::collections::HashMap;
 
@@ -27,7 +28,7 @@ pub enum RequestError {
     Capability { volume: String, error: AccessModeError },
 }
 
-/// The Secret for ControllerExpandVolume: the PV's `spec.csi.controllerExpandSecretRef` (item 22).
+/// The Secret for ControllerExpandVolume: the PV's `spec.csi.controllerExpandSecretRef`, read live on every call.
 pub fn expand_secret_reference(volume: &PersistentVolume) -> Option<SecretRef> {
     let reference = volume.spec.as_ref()?.csi.as_ref()?.controller_expand_secret_ref.as_ref()?;
     Some(SecretRef {
@@ -36,8 +37,8 @@ pub fn expand_secret_reference(volume: &PersistentVolume) -> Option<SecretRef> {
     })
 }
 
-/// The volume's capability (item 23): Block for `volumeMode: Block`, else Mount with the PV's fsType and mount
-/// options; the access mode maps the PV's whole set of access modes.
+/// The volume's capability: Block for `volumeMode: Block`, else Mount with the PV's fsType and mount options; the
+/// access mode maps the PV's whole set of access modes.
 pub fn volume_capability(
     volume: &PersistentVolume,
     single_node_multi_writer: bool,
@@ -56,9 +57,9 @@ pub fn volume_capability(
     Ok(VolumeCapability { access_mode: Some(AccessMode { mode: mode as i32 }), access_type: Some(access_type) })
 }
 
-/// ControllerExpandVolume for `target` (items 20–23): `required_bytes` only, never `limit_bytes`. `volume` is the PV
-/// in its CSI form ([`super::migration::csi_form`]); `secrets` is the data of [`expand_secret_reference`]'s Secret,
-/// empty without one.
+/// ControllerExpandVolume for `target`: the PV's volume handle, `required_bytes` only, never `limit_bytes`. `volume` is
+/// the PV in its CSI form ([`super::migration::csi_form`]); `secrets` is the data of [`expand_secret_reference`]'s
+/// Secret, empty without one.
 pub fn controller_expand_volume_request(
     volume: &PersistentVolume,
     target: &Size,
@@ -135,65 +136,40 @@ mod tests {
         const RWOP: &str = "ReadWriteOncePod";
         // (rule, volume, single_node_multi_writer, capability)
         let table = [
-            ("§3 item 23: RWX", volume(&[RWX], false, None, &[]), false, Ok(mount(MultiNodeMultiWriter, "", &[]))),
-            ("§3 item 23: Block RWX", volume(&[RWX], true, None, &[]), false, Ok(block(MultiNodeMultiWriter))),
+            ("RWX", volume(&[RWX], false, None, &[]), false, Ok(mount(MultiNodeMultiWriter, "", &[]))),
+            ("Block RWX", volume(&[RWX], true, None, &[]), false, Ok(block(MultiNodeMultiWriter))),
             (
-                "§3 item 23: RWX + fsType",
+                "RWX + fsType",
                 volume(&[RWX], false, Some("ext4"), &[]),
                 false,
                 Ok(mount(MultiNodeMultiWriter, "ext4", &[])),
             ),
-            ("§3 item 23: RWO", volume(&[RWO], false, None, &[]), false, Ok(mount(SingleNodeWriter, "", &[]))),
-            ("§3 item 23: Block RWO", volume(&[RWO], true, Some("ext4"), &["ro"]), false, Ok(block(SingleNodeWriter))),
-            ("§3 item 23: ROX", volume(&[ROX], false, None, &[]), false, Ok(mount(MultiNodeReaderOnly, "", &[]))),
+            ("RWO", volume(&[RWO], false, None, &[]), false, Ok(mount(SingleNodeWriter, "", &[]))),
+            ("Block RWO", volume(&[RWO], true, Some("ext4"), &["ro"]), false, Ok(block(SingleNodeWriter))),
+            ("ROX", volume(&[ROX], false, None, &[]), false, Ok(mount(MultiNodeReaderOnly, "", &[]))),
             (
-                "§3 item 23: RWX wins over anything",
+                "RWX wins over anything",
                 volume(&[RWX, RWO, ROX], false, None, &[]),
                 false,
                 Ok(mount(MultiNodeMultiWriter, "", &[])),
             ),
             (
-                "§3 item 23: mount options",
+                "mount options",
                 volume(&[RWX], false, None, &["a", "b"]),
                 false,
                 Ok(mount(MultiNodeMultiWriter, "", &["a", "b"])),
             ),
-            (
-                "§3 item 23: ROX+RWO fails",
-                volume(&[ROX, RWO], false, None, &[]),
-                false,
-                Err(ReadOnlyManyWithReadWriteOnce),
-            ),
-            ("§3 item 23: nothing fails", volume(&[], false, None, &[]), false, Err(Unsupported(vec![]))),
-            ("§3 item 23: RWOP", volume(&[RWOP], false, None, &[]), false, Ok(mount(SingleNodeWriter, "", &[]))),
-            ("§3 item 23 SNMW: RWX", volume(&[RWX], false, None, &[]), true, Ok(mount(MultiNodeMultiWriter, "", &[]))),
-            (
-                "§3 item 23 SNMW: ROX+RWO fails",
-                volume(&[ROX, RWO], false, None, &[]),
-                true,
-                Err(ReadOnlyManyWithReadWriteOnce),
-            ),
-            (
-                "§3 item 23 SNMW: ROX+RWOP fails",
-                volume(&[ROX, RWOP], false, None, &[]),
-                true,
-                Err(ReadWriteOncePodWithOthers),
-            ),
-            (
-                "§3 item 23 SNMW: RWO+RWOP fails",
-                volume(&[RWO, RWOP], false, None, &[]),
-                true,
-                Err(ReadWriteOncePodWithOthers),
-            ),
-            ("§3 item 23 SNMW: ROX", volume(&[ROX], false, None, &[]), true, Ok(mount(MultiNodeReaderOnly, "", &[]))),
-            ("§3 item 23 SNMW: RWO", volume(&[RWO], false, None, &[]), true, Ok(mount(SingleNodeMultiWriter, "", &[]))),
-            (
-                "§3 item 23 SNMW: RWOP",
-                volume(&[RWOP], false, None, &[]),
-                true,
-                Ok(mount(SingleNodeSingleWriter, "", &[])),
-            ),
-            ("§3 item 23 SNMW: nothing fails", volume(&[], false, None, &[]), true, Err(Unsupported(vec![]))),
+            ("ROX+RWO fails", volume(&[ROX, RWO], false, None, &[]), false, Err(ReadOnlyManyWithReadWriteOnce)),
+            ("nothing fails", volume(&[], false, None, &[]), false, Err(Unsupported(vec![]))),
+            ("RWOP", volume(&[RWOP], false, None, &[]), false, Ok(mount(SingleNodeWriter, "", &[]))),
+            ("SNMW: RWX", volume(&[RWX], false, None, &[]), true, Ok(mount(MultiNodeMultiWriter, "", &[]))),
+            ("SNMW: ROX+RWO fails", volume(&[ROX, RWO], false, None, &[]), true, Err(ReadOnlyManyWithReadWriteOnce)),
+            ("SNMW: ROX+RWOP fails", volume(&[ROX, RWOP], false, None, &[]), true, Err(ReadWriteOncePodWithOthers)),
+            ("SNMW: RWO+RWOP fails", volume(&[RWO, RWOP], false, None, &[]), true, Err(ReadWriteOncePodWithOthers)),
+            ("SNMW: ROX", volume(&[ROX], false, None, &[]), true, Ok(mount(MultiNodeReaderOnly, "", &[]))),
+            ("SNMW: RWO", volume(&[RWO], false, None, &[]), true, Ok(mount(SingleNodeMultiWriter, "", &[]))),
+            ("SNMW: RWOP", volume(&[RWOP], false, None, &[]), true, Ok(mount(SingleNodeSingleWriter, "", &[]))),
+            ("SNMW: nothing fails", volume(&[], false, None, &[]), true, Err(Unsupported(vec![]))),
         ];
         for (rule, volume, snmw, want) in table {
             assert_eq!(volume_capability(&volume, snmw), want, "{rule}");
@@ -211,14 +187,18 @@ mod tests {
             secrets.clone(),
         )
         .unwrap();
-        assert_eq!(request.volume_id, "vol-1", "§3 item 20: the volume handle");
+        assert_eq!(request.volume_id, "vol-1", "the volume handle");
         assert_eq!(
             request.capacity_range,
             Some(CapacityRange { required_bytes: 2 << 30, limit_bytes: 0 }),
-            "§3 item 21: required bytes only"
+            "required bytes only"
         );
-        assert_eq!(request.secrets, secrets, "§3 item 22: secrets as given");
-        assert_eq!(request.volume_capability, Some(mount(Mode::SingleNodeWriter, "xfs", &[])), "§3 item 23");
+        assert_eq!(request.secrets, secrets, "secrets as given");
+        assert_eq!(
+            request.volume_capability,
+            Some(mount(Mode::SingleNodeWriter, "xfs", &[])),
+            "RWO maps to SINGLE_NODE_WRITER"
+        );
         assert!(!format!("{request:?}").contains("value"), "secrets never printed");
 
         let mut no_handle = volume(&["ReadWriteOnce"], false, None, &[]);
@@ -227,10 +207,10 @@ mod tests {
         not_csi.spec.as_mut().unwrap().csi = None;
         // (rule, volume, error text)
         let table = [
-            ("§3 item 20: an empty handle is an error", no_handle, "empty volume handle"),
-            ("§3 item 11: in-tree volumes are not translated", not_csi, "volume pv-1 is not migrated to CSI"),
+            ("an empty handle is an error", no_handle, "empty volume handle"),
+            ("in-tree volumes are not translated", not_csi, "volume pv-1 is not migrated to CSI"),
             (
-                "§3 item 23: access modes CSI cannot express",
+                "access modes CSI cannot express",
                 volume(&["ReadOnlyMany", "ReadWriteOnce"], false, None, &[]),
                 "failed to get capabilities of volume pv-1 with CSI does not support ReadOnlyMany and ReadWriteOnce on the same PersistentVolume",
             ),
@@ -249,11 +229,11 @@ mod tests {
         // (rule, volume, reference)
         let table = [
             (
-                "§3 item 22: controllerExpandSecretRef",
+                "controllerExpandSecretRef",
                 with_secret,
                 Some(SecretRef { name: "expand".into(), namespace: "kube-system".into() }),
             ),
-            ("§3 item 22: no reference, no secrets", volume(&["ReadWriteOnce"], false, None, &[]), None),
+            ("no reference, no secrets", volume(&["ReadWriteOnce"], false, None, &[]), None),
         ];
         for (rule, volume, want) in table {
             assert_eq!(expand_secret_reference(&volume), want, "{rule}");
@@ -262,7 +242,7 @@ mod tests {
         assert_eq!(
             reference.read_error("forbidden"),
             "error getting secret expand in namespace kube-system: forbidden",
-            "§3 item 22: a GET failure is a non-gRPC error"
+            "a GET failure is a non-gRPC error"
         );
     }
 }

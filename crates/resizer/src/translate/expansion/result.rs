@@ -1,8 +1,10 @@
-//! What an expansion attempt writes back (reference §3.7, §3.8): the PV's capacity, the claim's status, the
+//! What an expansion attempt writes back (external-resizer pkg/controller/expand_and_recover.go, callResizeOnPlugin,
+//! and pkg/controller/controller.go, resizePVC, for the legacy rules): the PV's capacity, the claim's status, the
 //! annotations, the event, and the controller's memory of the claim.
 //!
-//! On success the controller writes `volume_patch` first, then `claim_patch`, then records `event`. If a write
-//! fails, it records [`resize_failed_event`] with the write error instead and requeues with backoff.
+//! On success the controller writes `volume_patch` first, then `claim_patch`, then records `event`
+//! ([`super::steps::outcome_steps`]). If a write fails, it records [`resize_failed_event`] with the write error instead
+//! and requeues with backoff.
 
 use csi_client::proto::ControllerExpandVolumeResponse;
 use csi_client::{Call, Disposition};
@@ -11,14 +13,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tonic::Code;
 
 use super::decide::{ExpansionConfig, ExpansionMemoryChange};
-use crate::translate::call_failure::CallFailure;
+use crate::translate::call_failure::{CallFailure, resize_failed_event, resize_failed_message};
 use crate::translate::claim::{annotation, conditions, resize_status, status_capacity, volume_annotation, volume_name};
 use crate::translate::conditions::{merge_resize_conditions, remove_conditions, resize_condition};
 use crate::translate::memory::SetChange;
 use crate::translate::names::{
     ANN_NODE_EXPANSION_NOT_REQUIRED, ANN_PRE_RESIZE_CAPACITY, CONDITION_CONTROLLER_RESIZE_ERROR,
     CONDITION_FILE_SYSTEM_RESIZE_PENDING, CONTROLLER_RESIZE_INFEASIBLE, EVENT_FILE_SYSTEM_RESIZE_REQUIRED,
-    EVENT_VOLUME_RESIZE_FAILED, EVENT_VOLUME_RESIZE_SUCCESSFUL, NODE_RESIZE_PENDING, RESIZE_CONDITIONS,
+    EVENT_VOLUME_RESIZE_SUCCESSFUL, NODE_RESIZE_PENDING, RESIZE_CONDITIONS,
 };
 use crate::translate::patch::{ClaimStatusPatch, StorageStatusChange, VolumePatch};
 use crate::translate::quantity::Size;
@@ -42,7 +44,8 @@ impl ExpandedVolume {
         ExpandedVolume { capacity, node_expansion_required: response.node_expansion_required }
     }
 
-    /// A node-only driver: the PV takes the target size and kubelet expands (item 4).
+    /// A node-only driver: the PV takes the target size and kubelet expands (external-resizer
+    /// pkg/resizer/trivial_resizer.go).
     pub fn node_only(target: &Size) -> ExpandedVolume {
         ExpandedVolume { capacity: target.clone(), node_expansion_required: true }
     }
@@ -60,11 +63,6 @@ pub struct ExpansionOutcome {
     pub memory: ExpansionMemoryChange,
     /// The attempt failed: requeue with backoff (1 s → `--retry-interval-max`).
     pub failed: bool,
-}
-
-/// The Warning recorded when an expansion fails, with the error text (item 30).
-pub fn resize_failed_event(message: impl Into<String>) -> PlannedEvent {
-    PlannedEvent::warning(EVENT_VOLUME_RESIZE_FAILED, message)
 }
 
 /// The outcome of an attempt of an [`super::decide::ExpandPlan`]. `claim` is the claim as the plan's `mark` write
@@ -102,7 +100,8 @@ fn expansion_succeeded(
     let mut claim_patch =
         ClaimStatusPatch { resource_version: claim.metadata.resource_version.clone(), ..Default::default() };
     let event = if expanded.node_expansion_required {
-        // Item 32 (§3.8: the legacy rules drop the other resize conditions).
+        // The node step remains: FileSystemResizePending, capacity untouched (kubelet updates it). The other resize
+        // conditions are kept, except by the legacy rules, which drop them.
         let pending = resize_condition(
             CONDITION_FILE_SYSTEM_RESIZE_PENDING,
             Some("Waiting for user to (re-)start a pod to finish file system resize of volume on node.".to_string()),
@@ -117,7 +116,8 @@ fn expansion_succeeded(
         }
         PlannedEvent::normal(EVENT_FILE_SYSTEM_RESIZE_REQUIRED, "Require file system resize of volume on node")
     } else {
-        // Item 33.
+        // Done in the controller: the capacity, no resize condition, no resize status, and kubelet told to skip the
+        // node step.
         claim_patch.capacity = Some(expanded.capacity.quantity.clone());
         claim_patch.conditions = remove_conditions(conditions(claim), &RESIZE_CONDITIONS);
         if recover {
@@ -148,13 +148,15 @@ fn expansion_failed(
     let text = failure.text();
     let mut memory = ExpansionMemoryChange::default();
     if failure.code() == Some(Code::FailedPrecondition) {
-        // Item 26: the driver may expand only offline.
+        // FailedPrecondition: the driver may expand only offline.
         memory.in_use_errors = SetChange::Insert;
     }
     let mut claim_patch = None;
     if config.recover_volume_expansion_failure {
         if failure.is_final(Call::ControllerExpandVolume) {
-            // Items 27–28: written without a resourceVersion, so a slightly stale claim still records the failure.
+            // A final error (remembered, so the user may shrink the request): ControllerResizeError, and
+            // ControllerResizeInfeasible when infeasible; written without a resourceVersion, so a slightly stale claim
+            // still records the failure.
             memory.final_errors = SetChange::Insert;
             let error = resize_condition(
                 CONDITION_CONTROLLER_RESIZE_ERROR,
@@ -172,12 +174,11 @@ fn expansion_failed(
             }
             claim_patch = Some(patch);
         } else {
-            // Item 29: the driver may still be working: the same size is retried.
+            // Not final: the driver may still be working, so the same size is retried.
             memory.slow_set = SetChange::Remove;
             memory.final_errors = SetChange::Remove;
         }
     }
-    let message =
-        format!("resize volume \"{}\" by resizer \"{}\" failed: {text}", volume_name(volume), config.driver_name);
+    let message = resize_failed_message(volume_name(volume), &config.driver_name, &text);
     ExpansionOutcome { volume_patch: None, claim_patch, event: resize_failed_event(message), memory, failed: true }
 }

@@ -1,4 +1,4 @@
-//! The expansion rules of reference §3, one row per rule or transition, named after it.
+//! The expansion rules (external-resizer pkg/controller), one row per rule or transition, named after it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,12 +20,14 @@ use super::decide::*;
 use super::migration::{VolumeOrigin, csi_form};
 use super::request::controller_expand_volume_request;
 use super::result::*;
+use super::steps::{decision_steps, outcome_steps};
 use crate::translate::call_failure::CallFailure;
 use crate::translate::capabilities::Expander;
 use crate::translate::claim::{allocated_size, annotation, conditions, resize_status, status_capacity};
 use crate::translate::memory::SetChange;
 use crate::translate::patch::{ClaimStatusPatch, ConditionChange, StorageStatusChange, VolumePatch};
 use crate::translate::quantity::Size;
+use crate::translate::steps::outline;
 use sidecar_runtime::events::{EventType, PlannedEvent};
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
@@ -156,7 +158,7 @@ fn target_size_rules() {
     let expand = |s: &str| Target::Expand(size(s));
     let table: Vec<Row> = vec![
         (
-            "§3 item 13: P<S, NodeResizeInfeasible → A",
+            "P<S, NodeResizeInfeasible → A",
             "5G",
             Some("4G"),
             "3G",
@@ -167,7 +169,7 @@ fn target_size_rules() {
             expand("4G"),
         ),
         (
-            "§3 item 13: P<S, NodeResizeInfeasible without A → S",
+            "P<S, NodeResizeInfeasible without A → S",
             "5G",
             None,
             "3G",
@@ -178,7 +180,7 @@ fn target_size_rules() {
             expand("5G"),
         ),
         (
-            "§3 item 13: P<S, NodeResizePending, P≥A → let kubelet finish",
+            "P<S, NodeResizePending, P≥A → let kubelet finish",
             "10G",
             Some("3G"),
             "3G",
@@ -189,7 +191,7 @@ fn target_size_rules() {
             Target::NodeExpansionPending,
         ),
         (
-            "§3 item 13: P<S, NodeResizeInProgress, P≥A → let kubelet finish",
+            "P<S, NodeResizeInProgress, P≥A → let kubelet finish",
             "10G",
             Some("3G"),
             "3G",
@@ -200,7 +202,7 @@ fn target_size_rules() {
             Target::NodeExpansionPending,
         ),
         (
-            "§3 item 13: P<S, NodeResizePending, P<A → A",
+            "P<S, NodeResizePending, P<A → A",
             "10G",
             Some("4G"),
             "3G",
@@ -211,7 +213,7 @@ fn target_size_rules() {
             expand("4G"),
         ),
         (
-            "§3 item 13: P<S, ControllerResizeInProgress after an uncertain error → A",
+            "P<S, ControllerResizeInProgress after an uncertain error → A",
             "5G",
             Some("10G"),
             "3G",
@@ -222,7 +224,7 @@ fn target_size_rules() {
             expand("10G"),
         ),
         (
-            "§3 item 13: P<S, ControllerResizeInProgress after a final error → S",
+            "P<S, ControllerResizeInProgress after a final error → S",
             "5G",
             Some("10G"),
             "3G",
@@ -233,7 +235,7 @@ fn target_size_rules() {
             expand("5G"),
         ),
         (
-            "§3 item 13: P<S, ControllerResizeInProgress without A → S",
+            "P<S, ControllerResizeInProgress without A → S",
             "5G",
             None,
             "3G",
@@ -244,7 +246,7 @@ fn target_size_rules() {
             expand("5G"),
         ),
         (
-            "§3 item 13: P<S, ControllerResizeInfeasible → S",
+            "P<S, ControllerResizeInfeasible → S",
             "5G",
             Some("10G"),
             "3G",
@@ -254,9 +256,9 @@ fn target_size_rules() {
             false,
             expand("5G"),
         ),
-        ("§3 item 13: P<S, no status → S", "2G", None, "1G", "", false, true, false, expand("2G")),
+        ("P<S, no status → S", "2G", None, "1G", "", false, true, false, expand("2G")),
         (
-            "§3 item 14: P≥S, NodeResizePending → no-op",
+            "P≥S, NodeResizePending → no-op",
             "2G",
             Some("2G"),
             "2G",
@@ -267,7 +269,7 @@ fn target_size_rules() {
             Target::NodeExpansionPending,
         ),
         (
-            "§3 item 14: P≥S, NodeResizeInProgress → no-op",
+            "P≥S, NodeResizeInProgress → no-op",
             "2G",
             Some("2G"),
             "2G",
@@ -278,7 +280,7 @@ fn target_size_rules() {
             Target::NodeExpansionPending,
         ),
         (
-            "§3 item 14: P≥S, NodeResizeInfeasible, controller expander → A",
+            "P≥S, NodeResizeInfeasible, controller expander → A",
             "5G",
             Some("10G"),
             "10G",
@@ -289,7 +291,7 @@ fn target_size_rules() {
             expand("10G"),
         ),
         (
-            "§3 item 14: P≥S, NodeResizeInfeasible, node-only expander → S",
+            "P≥S, NodeResizeInfeasible, node-only expander → S",
             "5G",
             Some("10G"),
             "10G",
@@ -300,7 +302,7 @@ fn target_size_rules() {
             expand("5G"),
         ),
         (
-            "§3 item 14: P≥S, NodeResizeInfeasible without A → S",
+            "P≥S, NodeResizeInfeasible without A → S",
             "5G",
             None,
             "10G",
@@ -311,7 +313,7 @@ fn target_size_rules() {
             expand("5G"),
         ),
         (
-            "§3 item 14: P≥S, ControllerResizeInProgress → A",
+            "P≥S, ControllerResizeInProgress → A",
             "5G",
             Some("10G"),
             "10G",
@@ -322,7 +324,7 @@ fn target_size_rules() {
             expand("10G"),
         ),
         (
-            "§3 item 14: P≥S, ControllerResizeInfeasible → A (user shrank after expanding)",
+            "P≥S, ControllerResizeInfeasible → A (user shrank after expanding)",
             "5G",
             Some("10G"),
             "10G",
@@ -332,9 +334,9 @@ fn target_size_rules() {
             false,
             expand("10G"),
         ),
-        ("§3 item 14: P≥S, no status, A set → A", "5G", Some("6G"), "10G", "", false, true, false, expand("6G")),
+        ("P≥S, no status, A set → A", "5G", Some("6G"), "10G", "", false, true, false, expand("6G")),
         (
-            "§3 item 14: P≥S, no status, no A, FileSystemResizePending → no-op (older API server)",
+            "P≥S, no status, no A, FileSystemResizePending → no-op (older API server)",
             "1G",
             None,
             "1Gi",
@@ -344,17 +346,7 @@ fn target_size_rules() {
             true,
             Target::AlreadyExpanded,
         ),
-        (
-            "§3 item 14: P≥S, no status, no A → S (older API server)",
-            "1G",
-            None,
-            "1Gi",
-            "",
-            false,
-            true,
-            false,
-            expand("1G"),
-        ),
+        ("P≥S, no status, no A → S (older API server)", "1G", None, "1Gi", "", false, true, false, expand("1G")),
     ];
     for (rule, s, a, p, r, final_error, in_controller, pending, want) in table {
         let sizes = ClaimSizes { requested: size(s), capacity: size("1"), allocated: a.map(size), volume: size(p) };
@@ -370,8 +362,8 @@ enum Driver {
 
 #[test]
 fn upstream_truth_table() {
-    // §3 item 16 (expand_and_recover_test): spec/status/allocated/R/PV, memory, driver → call, target, R, A,
-    // node-expansion-not-required annotation.
+    // Upstream's own truth table (external-resizer pkg/controller/expand_and_recover_test.go):
+    // spec/status/allocated/R/PV, memory, driver → call, target, R, A, node-expansion-not-required annotation.
     struct Row {
         rule: &'static str,
         claim: PersistentVolumeClaim,
@@ -387,7 +379,7 @@ fn upstream_truth_table() {
     let answers = Driver::Answers { node_expansion_required: true };
     let rows = vec![
         Row {
-            rule: "§3 item 16: 2G/1G/–/–/1Gi → call, NodeResizePending, alloc 2G",
+            rule: "2G/1G/–/–/1Gi → call, NodeResizePending, alloc 2G",
             claim: claim("2G", "1G", None, ""),
             volume: volume("1Gi"),
             config: config(),
@@ -399,7 +391,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: 5G/3G/10G/ControllerResizeInfeasible/3Gi → call with 5G (recovery by shrinking)",
+            rule: "5G/3G/10G/ControllerResizeInfeasible/3Gi → call with 5G (recovery by shrinking)",
             claim: claim("5G", "3G", Some("10G"), "ControllerResizeInfeasible"),
             volume: volume("3Gi"),
             config: config(),
@@ -411,7 +403,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: 5G/3G/10G/ControllerResizeInProgress, no final error → call with 10G",
+            rule: "5G/3G/10G/ControllerResizeInProgress, no final error → call with 10G",
             claim: claim("5G", "3G", Some("10G"), "ControllerResizeInProgress"),
             volume: volume("3Gi"),
             config: config(),
@@ -423,7 +415,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: 5G/3G/10G/ControllerResizeInProgress + final error → call with 5G",
+            rule: "5G/3G/10G/ControllerResizeInProgress + final error → call with 5G",
             claim: claim("5G", "3G", Some("10G"), "ControllerResizeInProgress"),
             volume: volume("3Gi"),
             config: config(),
@@ -435,7 +427,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: … retry fails with FailedPrecondition → R stays ControllerResizeInProgress",
+            rule: "… retry fails with FailedPrecondition → R stays ControllerResizeInProgress",
             claim: claim("5G", "3G", Some("10G"), "ControllerResizeInProgress"),
             volume: volume("3Gi"),
             config: config(),
@@ -447,7 +439,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: … retry fails with InvalidArgument → ControllerResizeInfeasible",
+            rule: "… retry fails with InvalidArgument → ControllerResizeInfeasible",
             claim: claim("5G", "3G", Some("10G"), "ControllerResizeInProgress"),
             volume: volume("3Gi"),
             config: config(),
@@ -459,7 +451,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: 10G/1G/3G/NodeResizePending/3Gi → no call, nothing changes",
+            rule: "10G/1G/3G/NodeResizePending/3Gi → no call, nothing changes",
             claim: claim("10G", "1G", Some("3G"), "NodeResizePending"),
             volume: volume("3Gi"),
             config: config(),
@@ -471,7 +463,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: 10G/1G/3G/NodeResizeInProgress/3Gi → no call, nothing changes",
+            rule: "10G/1G/3G/NodeResizeInProgress/3Gi → no call, nothing changes",
             claim: claim("10G", "1G", Some("3G"), "NodeResizeInProgress"),
             volume: volume("3Gi"),
             config: config(),
@@ -483,7 +475,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: 1G/1G/1G/NodeResizePending/1Gi → no call",
+            rule: "1G/1G/1G/NodeResizePending/1Gi → no call",
             claim: claim("1G", "1G", Some("1G"), "NodeResizePending"),
             volume: volume("1Gi"),
             config: config(),
@@ -495,7 +487,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: 2G/1G/2G/NodeResizeInfeasible/2Gi → call with 2G, NodeResizePending",
+            rule: "2G/1G/2G/NodeResizeInfeasible/2Gi → call with 2G, NodeResizePending",
             claim: claim("2G", "1G", Some("2G"), "NodeResizeInfeasible"),
             volume: volume("2Gi"),
             config: config(),
@@ -507,7 +499,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: node-only driver, 5G/3G/10G/NodeResizeInfeasible/10Gi → \"call\" with 5G",
+            rule: "node-only driver, 5G/3G/10G/NodeResizeInfeasible/10Gi → \"call\" with 5G",
             claim: claim("5G", "3G", Some("10G"), "NodeResizeInfeasible"),
             volume: volume("10Gi"),
             config: node_only(),
@@ -519,7 +511,7 @@ fn upstream_truth_table() {
             not_required: false,
         },
         Row {
-            rule: "§3 item 16: no node expansion, 2G/1G → R cleared, node-expansion-not-required set",
+            rule: "no node expansion, 2G/1G → R cleared, node-expansion-not-required set",
             claim: claim("2G", "1G", None, ""),
             volume: volume("1Gi"),
             config: config(),
@@ -588,35 +580,15 @@ fn sync_preconditions() {
     other_uid.spec.as_mut().unwrap().claim_ref.as_mut().unwrap().uid = Some("old-uid".into());
     // (rule, claim, volume, skip)
     let table = [
-        ("§3 item 10: not Bound", not_bound, volume("1Gi"), Skip::NotBound),
-        ("§3 item 8: no spec.volumeName", no_volume_name, volume("1Gi"), Skip::NotBound),
-        (
-            "§3 item 10: request equals capacity",
-            claim("1Gi", "1Gi", None, ""),
-            volume("1Gi"),
-            Skip::NoExpansionRequested,
-        ),
-        (
-            "§3 item 10: request below capacity",
-            claim("1Gi", "2Gi", None, ""),
-            volume("2Gi"),
-            Skip::NoExpansionRequested,
-        ),
-        ("§3 item 11: another driver's PV", claim("2Gi", "1Gi", None, ""), other_driver, Skip::OtherDriver),
-        (
-            "§3 item 11: an in-tree PV (the driver replaces no plugin)",
-            claim("2Gi", "1Gi", None, ""),
-            in_tree,
-            Skip::OtherDriver,
-        ),
-        ("§3 item 11: no claimRef", claim("2Gi", "1Gi", None, ""), no_claim_ref, Skip::ClaimRefMismatch),
-        (
-            "§3 item 11: claimRef in another namespace",
-            claim("2Gi", "1Gi", None, ""),
-            other_namespace,
-            Skip::ClaimRefMismatch,
-        ),
-        ("§3 item 11: claimRef of another UID", claim("2Gi", "1Gi", None, ""), other_uid, Skip::ClaimRefMismatch),
+        ("not Bound", not_bound, volume("1Gi"), Skip::NotBound),
+        ("no spec.volumeName", no_volume_name, volume("1Gi"), Skip::NotBound),
+        ("request equals capacity", claim("1Gi", "1Gi", None, ""), volume("1Gi"), Skip::NoExpansionRequested),
+        ("request below capacity", claim("1Gi", "2Gi", None, ""), volume("2Gi"), Skip::NoExpansionRequested),
+        ("another driver's PV", claim("2Gi", "1Gi", None, ""), other_driver, Skip::OtherDriver),
+        ("an in-tree PV (the driver replaces no plugin)", claim("2Gi", "1Gi", None, ""), in_tree, Skip::OtherDriver),
+        ("no claimRef", claim("2Gi", "1Gi", None, ""), no_claim_ref, Skip::ClaimRefMismatch),
+        ("claimRef in another namespace", claim("2Gi", "1Gi", None, ""), other_namespace, Skip::ClaimRefMismatch),
+        ("claimRef of another UID", claim("2Gi", "1Gi", None, ""), other_uid, Skip::ClaimRefMismatch),
         (
             "a malformed request is skipped, never fatal",
             claim("2GB", "1Gi", None, ""),
@@ -633,8 +605,8 @@ fn sync_preconditions() {
     }
 }
 
-/// §3 items 11, 20 and 31 with CSI migration: an in-tree EBS PV handed over to `ebs.csi.aws.com` is expanded with its
-/// translated handle, and only its capacity is written back; the PV keeps its in-tree source.
+/// CSI migration: an in-tree EBS PV handed over to `ebs.csi.aws.com` is expanded with its translated handle, and only
+/// its capacity is written back; the PV keeps its in-tree source.
 #[test]
 fn migrated_in_tree_volume() {
     const EBS: &str = "ebs.csi.aws.com";
@@ -681,22 +653,16 @@ fn pre_resize_capacity_cleanup() {
     // (rule, claim, volume, gate, cleanup)
     let table = [
         (
-            "§3 item 9: node step done (capacity ≥ PV) → remove",
+            "node step done (capacity ≥ PV) → remove",
             claim("2Gi", "2Gi", None, ""),
             annotated("2Gi"),
             true,
             removal.clone(),
         ),
-        ("§3 item 9: node step pending → keep", claim("2Gi", "1Gi", None, ""), annotated("2Gi"), true, None),
-        ("§3 item 9: AnnotateFsResize off → keep", claim("2Gi", "2Gi", None, ""), annotated("2Gi"), false, None),
-        ("§3 item 9: no annotation, nothing to do", claim("2Gi", "2Gi", None, ""), volume("2Gi"), true, None),
-        (
-            "§3 item 9: done before the driver check, as upstream",
-            claim("2Gi", "2Gi", None, ""),
-            other_driver,
-            true,
-            removal,
-        ),
+        ("node step pending → keep", claim("2Gi", "1Gi", None, ""), annotated("2Gi"), true, None),
+        ("AnnotateFsResize off → keep", claim("2Gi", "2Gi", None, ""), annotated("2Gi"), false, None),
+        ("no annotation, nothing to do", claim("2Gi", "2Gi", None, ""), volume("2Gi"), true, None),
+        ("done before the driver check, as upstream", claim("2Gi", "2Gi", None, ""), other_driver, true, removal),
     ];
     for (rule, claim, volume, gate, want) in table {
         let config = ExpansionConfig { annotate_fs_resize: gate, ..config() };
@@ -717,7 +683,7 @@ fn marking_in_progress() {
     // (rule, claim, mark)
     let table = [
         (
-            "§3 item 17: rewrite: Resizing replaces every resize condition, ControllerResizeInProgress, allocatedResources, annotation removed",
+            "rewrite: Resizing replaces every resize condition, ControllerResizeInProgress, allocatedResources, annotation removed",
             with_annotation(
                 with_conditions(claim("5G", "3G", Some("10G"), "ControllerResizeInfeasible"), &others),
                 NOT_REQUIRED,
@@ -738,7 +704,7 @@ fn marking_in_progress() {
             },
         ),
         (
-            "§3 item 15: same size as allocated: status kept, conditions kept",
+            "same size as allocated: status kept, conditions kept",
             with_conditions(claim("5G", "3G", Some("10G"), "ControllerResizeInProgress"), &others),
             ClaimStatusPatch {
                 resource_version: Some("7".into()),
@@ -770,12 +736,12 @@ fn marking_in_progress() {
                 "allocatedResourceStatuses": {"storage": "ControllerResizeInProgress"},
             }
         }),
-        "§3 item 17: a strategic merge patch of the status with the resourceVersion"
+        "a strategic merge patch of the status with the resourceVersion"
     );
     assert_eq!(
         plan(&decision).resizing,
         PlannedEvent::normal("Resizing", "External resizer is resizing volume pv-1"),
-        "§3 item 19"
+        "a Normal Resizing event before the call"
     );
 }
 
@@ -785,7 +751,7 @@ fn slow_retry_after_infeasible() {
     // (rule, claim, PV, slow set, action is a delay, slow-set change)
     let table = [
         (
-            "§3 item 15: same size as allocated, in the slow set → delay, no write, no call",
+            "same size as allocated, in the slow set → delay, no write, no call",
             claim("10G", "3G", Some("10G"), "ControllerResizeInfeasible"),
             "3Gi",
             remaining,
@@ -793,7 +759,7 @@ fn slow_retry_after_infeasible() {
             SetChange::Insert,
         ),
         (
-            "§3 item 35: first sight of ControllerResizeInfeasible → into the slow set, tried once more",
+            "first sight of ControllerResizeInfeasible → into the slow set, tried once more",
             claim("10G", "3G", Some("10G"), "ControllerResizeInfeasible"),
             "3Gi",
             None,
@@ -801,7 +767,7 @@ fn slow_retry_after_infeasible() {
             SetChange::Insert,
         ),
         (
-            "§3 item 35: a new size bypasses the slow set",
+            "a new size bypasses the slow set",
             claim("5G", "3G", Some("10G"), "ControllerResizeInfeasible"),
             "3Gi",
             remaining,
@@ -809,7 +775,7 @@ fn slow_retry_after_infeasible() {
             SetChange::Insert,
         ),
         (
-            "§3 item 15: in the slow set but retrying the allocated size after an uncertain error",
+            "in the slow set but retrying the allocated size after an uncertain error",
             claim("5G", "3G", Some("10G"), "ControllerResizeInProgress"),
             "3Gi",
             remaining,
@@ -845,10 +811,10 @@ fn offline_expansion_gate() {
     );
     // (rule, handle flag, in-use error, used by pod, blocked)
     let table = [
-        ("§3 item 18: FailedPrecondition earlier and a pod uses the claim → no call", true, true, true, true),
-        ("§3 item 18: no pod uses it → call", true, true, false, false),
-        ("§3 item 18: no earlier FailedPrecondition → call", true, false, true, false),
-        ("§2 --handle-volume-inuse-error=false: never blocked", false, true, true, false),
+        ("FailedPrecondition earlier and a pod uses the claim → no call", true, true, true, true),
+        ("no pod uses it → call", true, true, false, false),
+        ("no earlier FailedPrecondition → call", true, false, true, false),
+        ("--handle-volume-inuse-error=false: never blocked", false, true, true, false),
     ];
     for (rule, handle, in_use_error, used_by_pod, want) in table {
         let config = ExpansionConfig { handle_volume_inuse_error: handle, ..config() };
@@ -874,19 +840,14 @@ fn legacy_rules() {
     // (rule, claim, PV, target or skip)
     let table = [
         (
-            "§3 item 37: PV smaller than the request → expand to S",
+            "PV smaller than the request → expand to S",
             claim("2Gi", "1Gi", Some("5Gi"), "ControllerResizeInProgress"),
             "1Gi",
             Ok("2Gi"),
         ),
+        ("PV large enough, no FileSystemResizePending → expand again", claim("2Gi", "1Gi", None, ""), "2Gi", Ok("2Gi")),
         (
-            "§3 item 37: PV large enough, no FileSystemResizePending → expand again",
-            claim("2Gi", "1Gi", None, ""),
-            "2Gi",
-            Ok("2Gi"),
-        ),
-        (
-            "§3 item 37: PV large enough, FileSystemResizePending → nothing",
+            "PV large enough, FileSystemResizePending → nothing",
             with_conditions(claim("2Gi", "1Gi", None, ""), &["FileSystemResizePending"]),
             "2Gi",
             Err(Skip::AlreadyExpanded),
@@ -910,7 +871,7 @@ fn legacy_rules() {
             conditions: vec![ConditionChange::Remove("ControllerResizeError".into()), resizing],
             ..Default::default()
         },
-        "§3 item 38: Resizing replaces the other resize conditions; no allocatedResources"
+        "Resizing replaces the other resize conditions; no allocatedResources"
     );
 }
 
@@ -940,7 +901,7 @@ fn failed_expansions() {
     use SetChange::{Insert, Keep, Remove};
     let table: Vec<Row> = vec![
         (
-            "§3 item 27: InvalidArgument is infeasible",
+            "InvalidArgument is infeasible",
             error(Code::InvalidArgument),
             Some("ControllerResizeInfeasible"),
             true,
@@ -949,7 +910,7 @@ fn failed_expansions() {
             Keep,
         ),
         (
-            "§3 item 27: OutOfRange is infeasible",
+            "OutOfRange is infeasible",
             error(Code::OutOfRange),
             Some("ControllerResizeInfeasible"),
             true,
@@ -957,18 +918,10 @@ fn failed_expansions() {
             Insert,
             Keep,
         ),
+        ("NotFound is infeasible", error(Code::NotFound), Some("ControllerResizeInfeasible"), true, Keep, Insert, Keep),
+        ("Internal is final, not infeasible", error(Code::Internal), None, true, Remove, Insert, Keep),
         (
-            "§3 item 27: NotFound is infeasible",
-            error(Code::NotFound),
-            Some("ControllerResizeInfeasible"),
-            true,
-            Keep,
-            Insert,
-            Keep,
-        ),
-        ("§3 item 28: Internal is final, not infeasible", error(Code::Internal), None, true, Remove, Insert, Keep),
-        (
-            "§3 item 26: FailedPrecondition is final and remembered as in-use",
+            "FailedPrecondition is final and remembered as in-use",
             error(Code::FailedPrecondition),
             None,
             true,
@@ -976,22 +929,14 @@ fn failed_expansions() {
             Insert,
             Insert,
         ),
-        ("§3 item 29: Canceled is not final", error(Code::Cancelled), None, false, Remove, Remove, Keep),
-        ("§3 item 29: DeadlineExceeded is not final", error(Code::DeadlineExceeded), None, false, Remove, Remove, Keep),
-        ("§3 item 29: Unavailable is not final", error(Code::Unavailable), None, false, Remove, Remove, Keep),
+        ("Canceled is not final", error(Code::Cancelled), None, false, Remove, Remove, Keep),
+        ("DeadlineExceeded is not final", error(Code::DeadlineExceeded), None, false, Remove, Remove, Keep),
+        ("Unavailable is not final", error(Code::Unavailable), None, false, Remove, Remove, Keep),
+        ("ResourceExhausted is not final", error(Code::ResourceExhausted), None, false, Remove, Remove, Keep),
+        ("Aborted is not final", error(Code::Aborted), None, false, Remove, Remove, Keep),
+        ("a timeout is not final", CallFailure::Driver(&timeout), None, false, Remove, Remove, Keep),
         (
-            "§3 item 29: ResourceExhausted is not final",
-            error(Code::ResourceExhausted),
-            None,
-            false,
-            Remove,
-            Remove,
-            Keep,
-        ),
-        ("§3 item 29: Aborted is not final", error(Code::Aborted), None, false, Remove, Remove, Keep),
-        ("§3 item 29: a timeout is not final", CallFailure::Driver(&timeout), None, false, Remove, Remove, Keep),
-        (
-            "§3 item 25: a non-gRPC error is not final",
+            "a non-gRPC error is not final",
             CallFailure::NotCalled("no secret".into()),
             None,
             false,
@@ -1012,13 +957,13 @@ fn failed_expansions() {
                 "VolumeResizeFailed",
                 format!("resize volume \"pv-1\" by resizer \"hostpath.csi.k8s.io\" failed: {text}")
             ),
-            "§3 item 30: {rule}"
+            "every failure is a VolumeResizeFailed event: {rule}"
         );
         match &outcome.claim_patch {
             None => assert!(!error_condition, "{rule}: expected a ControllerResizeError"),
             Some(patch) => {
                 assert!(error_condition, "{rule}: unexpected patch {patch:?}");
-                assert_eq!(patch.resource_version, None, "§3 item 27: no resourceVersion check");
+                assert_eq!(patch.resource_version, None, "no resourceVersion check");
                 assert_eq!(patch.allocated_resource_status, status.map(StorageStatusChange::Set), "{rule}");
                 let written = patch.apply(&claim);
                 let types: Vec<_> = conditions(&written).iter().map(|c| c.type_.as_str()).collect();
@@ -1033,15 +978,15 @@ fn failed_expansions() {
     }
     let legacy_outcome =
         expansion_outcome(&claim, &volume("1Gi"), &legacy(), Err(error(Code::InvalidArgument)), &now());
-    assert_eq!(legacy_outcome.claim_patch, None, "§3 item 38: the legacy rules write no status on failure");
-    assert_eq!(legacy_outcome.memory, ExpansionMemoryChange::default(), "§3 item 38");
-    assert_eq!(legacy_outcome.event.reason, "VolumeResizeFailed", "§3 item 38");
+    assert_eq!(legacy_outcome.claim_patch, None, "the legacy rules write no status on failure");
+    assert_eq!(legacy_outcome.memory, ExpansionMemoryChange::default(), "the legacy rules remember no final error");
+    assert_eq!(legacy_outcome.event.reason, "VolumeResizeFailed", "the legacy rules record the failure too");
     assert_eq!(
         expansion_outcome(&claim, &volume("1Gi"), &legacy(), Err(error(Code::FailedPrecondition)), &now())
             .memory
             .in_use_errors,
         SetChange::Insert,
-        "§3 item 26: in-use errors are remembered in the legacy rules too"
+        "in-use errors are remembered in the legacy rules too"
     );
 }
 
@@ -1069,7 +1014,7 @@ fn successful_expansions() {
         )
     };
 
-    // §3 items 31–32: node expansion required.
+    // Node expansion required.
     let outcome = expansion_outcome(&in_progress, &volume("1Gi"), &config(), Ok(answer(3 << 30, true)), &now());
     assert!(!outcome.failed);
     assert_eq!(
@@ -1079,7 +1024,7 @@ fn successful_expansions() {
             annotations: BTreeMap::from([(PRE_RESIZE.into(), Some("1Gi".into()))]),
             ..Default::default()
         }),
-        "§3 item 31: the PV takes the driver's size; pre-resize-capacity = the claim's capacity before"
+        "the PV takes the driver's size; pre-resize-capacity = the claim's capacity before"
     );
     assert_eq!(
         outcome.claim_patch,
@@ -1090,7 +1035,7 @@ fn successful_expansions() {
             allocated_resource_status: Some(StorageStatusChange::Set("NodeResizePending")),
             ..Default::default()
         }),
-        "§3 item 32: FileSystemResizePending (Resizing kept), NodeResizePending, annotation removed, capacity untouched"
+        "FileSystemResizePending (Resizing kept), NodeResizePending, annotation removed, capacity untouched"
     );
     assert_eq!(
         outcome.event,
@@ -1099,54 +1044,54 @@ fn successful_expansions() {
     assert_eq!(
         outcome.memory,
         ExpansionMemoryChange { slow_set: SetChange::Remove, final_errors: SetChange::Remove, ..Default::default() },
-        "§3 item 31: the final error and slow-set entries are cleared"
+        "the final error and slow-set entries are cleared"
     );
 
-    // §3 item 31: the annotation is written once, and only with AnnotateFsResize.
+    // The pre-resize-capacity annotation is written once, and only with AnnotateFsResize.
     let annotated = with_volume_annotation(volume("1Gi"), PRE_RESIZE, "512Mi");
     let outcome = expansion_outcome(&in_progress, &annotated, &config(), Ok(answer(2 << 30, true)), &now());
-    assert!(outcome.volume_patch.unwrap().annotations.is_empty(), "§3 item 31: already annotated");
+    assert!(outcome.volume_patch.unwrap().annotations.is_empty(), "already annotated");
     let no_gate = ExpansionConfig { annotate_fs_resize: false, ..config() };
     let outcome = expansion_outcome(&in_progress, &volume("1Gi"), &no_gate, Ok(answer(2 << 30, true)), &now());
-    assert!(outcome.volume_patch.unwrap().annotations.is_empty(), "§3 item 31: AnnotateFsResize off");
+    assert!(outcome.volume_patch.unwrap().annotations.is_empty(), "AnnotateFsResize off");
 
-    // §3 item 33: no node expansion.
+    // No node expansion.
     let outcome = expansion_outcome(&in_progress, &volume("1Gi"), &config(), Ok(answer(2 << 30, false)), &now());
     assert_eq!(
         outcome.volume_patch,
         Some(VolumePatch { capacity: Some(q("2Gi")), ..Default::default() }),
-        "§3 item 33: no pre-resize-capacity without a node step"
+        "no pre-resize-capacity without a node step"
     );
     let patch = outcome.claim_patch.unwrap();
     let written = patch.apply(&in_progress);
-    assert_eq!(status_capacity(&written), Some(&q("2Gi")), "§3 item 33: capacity = the driver's size");
+    assert_eq!(status_capacity(&written), Some(&q("2Gi")), "capacity = the driver's size");
     assert_eq!(
         conditions(&written).iter().map(|c| c.type_.as_str()).collect::<Vec<_>>(),
         ["ModifyingVolume"],
-        "§3 item 33: resize conditions dropped, others kept"
+        "resize conditions dropped, others kept"
     );
-    assert_eq!(written.status.as_ref().unwrap().allocated_resource_statuses, None, "§3 item 33: R deleted");
-    assert_eq!(allocated_size(&written), Some(&q("2Gi")), "§3 item 34: allocatedResources never cleared");
-    assert_eq!(annotation(&written, NOT_REQUIRED), Some("true"), "§3 item 33: annotation kept (already there)");
-    assert_eq!(patch.resource_version, Some("7".into()), "§3 item 33: resourceVersion-checked");
+    assert_eq!(written.status.as_ref().unwrap().allocated_resource_statuses, None, "R deleted");
+    assert_eq!(allocated_size(&written), Some(&q("2Gi")), "allocatedResources never cleared");
+    assert_eq!(annotation(&written, NOT_REQUIRED), Some("true"), "annotation kept (already there)");
+    assert_eq!(patch.resource_version, Some("7".into()), "resourceVersion-checked");
     assert_eq!(outcome.event, PlannedEvent::normal("VolumeResizeSuccessful", "Resize volume succeeded"));
     let fresh = claim("2Gi", "1Gi", Some("2Gi"), "ControllerResizeInProgress");
     let outcome = expansion_outcome(&fresh, &volume("1Gi"), &config(), Ok(answer(2 << 30, false)), &now());
     assert_eq!(
         outcome.claim_patch.unwrap().annotations,
         BTreeMap::from([(NOT_REQUIRED.into(), Some("true".into()))]),
-        "§3 item 33: node-expansion-not-required added"
+        "node-expansion-not-required added"
     );
 
-    // §3 item 31 / issues #225, #226: a zero answer is not written as a zero capacity.
+    // external-resizer issues #225, #226: a zero answer is not written as a zero capacity.
     assert_eq!(answer(0, false).capacity, size("2Gi"), "deliberate difference: capacity_bytes 0 → the requested size");
     assert_eq!(
         ExpandedVolume::node_only(&size("5G")),
         ExpandedVolume { capacity: size("5G"), node_expansion_required: true },
-        "§3 item 4"
+        "a node-only driver: the PV takes the target, kubelet expands"
     );
 
-    // §3 item 38: legacy success.
+    // Legacy rules, success.
     let outcome = expansion_outcome(&in_progress, &volume("1Gi"), &legacy(), Ok(answer(2 << 30, true)), &now());
     assert_eq!(
         outcome.claim_patch,
@@ -1155,13 +1100,191 @@ fn successful_expansions() {
             conditions: vec![ConditionChange::Remove("Resizing".into()), ConditionChange::Set(pending_condition)],
             ..Default::default()
         }),
-        "§3 item 38: FileSystemResizePending replaces the resize conditions; no status, no annotation"
+        "FileSystemResizePending replaces the resize conditions; no status, no annotation"
     );
-    assert_eq!(outcome.memory, ExpansionMemoryChange::default(), "§3 item 38");
+    assert_eq!(outcome.memory, ExpansionMemoryChange::default(), "the legacy rules keep no slow set nor final errors");
     let outcome = expansion_outcome(&in_progress, &volume("1Gi"), &legacy(), Ok(answer(2 << 30, false)), &now());
     let patch = outcome.claim_patch.unwrap();
-    assert_eq!(patch.capacity, Some(q("2Gi")), "§3 item 38");
-    assert_eq!(patch.conditions, vec![ConditionChange::Remove("Resizing".into())], "§3 item 38");
-    assert!(patch.annotations.is_empty() && patch.allocated_resource_status.is_none(), "§3 item 38");
+    assert_eq!(patch.capacity, Some(q("2Gi")), "legacy: the capacity is written");
+    assert_eq!(patch.conditions, vec![ConditionChange::Remove("Resizing".into())], "legacy: the conditions cleared");
+    assert!(
+        patch.annotations.is_empty() && patch.allocated_resource_status.is_none(),
+        "legacy: no annotation, no status"
+    );
     assert_eq!(outcome.event.event_type, EventType::Normal);
+}
+
+#[test]
+fn planned_steps_before_the_call() {
+    let offline = ExpansionMemory { in_use_error: true, used_by_pod: true, ..Default::default() };
+    let slow = ExpansionMemory { slow_retry: Some(Duration::from_secs(120)), ..Default::default() };
+    let mark = r#"patch claim and go on with it, else warn "marking the expansion failed" unless a Conflict"#;
+    let resizing = "event Normal Resizing: External resizer is resizing volume pv-1";
+    let call = |call_driver| {
+        format!(
+            r#"call ExpandCall {{ target: Size {{ quantity: Quantity("2Gi"), bytes: 2147483648 }}, call_driver: {call_driver}, origin: Csi }}"#
+        )
+    };
+    // (rule, claim, PV, config, memory, steps)
+    let table = [
+        (
+            "nothing requested: nothing written",
+            claim("1Gi", "1Gi", None, ""),
+            volume("1Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec!["log Trace: no expansion: NoExpansionRequested".to_string(), "finish Done".into()],
+        ),
+        (
+            "the pre-resize-capacity annotation is removed before anything else",
+            claim("2Gi", "2Gi", None, ""),
+            with_volume_annotation(volume("2Gi"), PRE_RESIZE, "1Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec![
+                r#"patch volume, else warn "removing the pre-resize-capacity annotation failed""#.to_string(),
+                "log Trace: no expansion: NoExpansionRequested".into(),
+                "finish Done".into(),
+            ],
+        ),
+        (
+            "a size that does not parse is warned and left alone",
+            claim("lots", "1Gi", None, ""),
+            volume("1Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec![
+                r#"log Warn: cannot read a size; not expanding: spec.resources.requests.storage is "lots""#.to_string(),
+                "finish Done".into(),
+            ],
+        ),
+        (
+            "an infeasible size tried recently waits out the slow set, without a write",
+            claim("10G", "3G", Some("10G"), "ControllerResizeInfeasible"),
+            volume("3Gi"),
+            config(),
+            slow,
+            vec![
+                "remember".to_string(),
+                "log Info: skipping volume expansion for pvc default/claim01, because expansion previously failed with infeasible error".into(),
+                "finish RetryAfter(120s)".into(),
+            ],
+        ),
+        (
+            "an expansion: mark, forget the in-use error, Resizing, then the call",
+            claim("2Gi", "1Gi", None, ""),
+            volume("1Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec![mark.to_string(), "remember".into(), resizing.into(), "log Info: expanding volume to 2Gi".into(), call(true)],
+        ),
+        (
+            "a node-only driver is not called",
+            claim("2Gi", "1Gi", None, ""),
+            volume("1Gi"),
+            node_only(),
+            ExpansionMemory::default(),
+            vec![mark.to_string(), "remember".into(), resizing.into(), "log Info: expanding volume to 2Gi".into(), call(false)],
+        ),
+        (
+            "offline-only driver and a pod uses the claim: mark, warn, retry without a call",
+            claim("2Gi", "1Gi", None, ""),
+            volume("1Gi"),
+            config(),
+            offline,
+            vec![
+                mark.to_string(),
+                "log Info: offline-only expansion waits until no pod uses the claim".into(),
+                "event Warning VolumeResizeFailed: Unable to expand default/claim01 because CSI driver hostpath.csi.k8s.io only supports offline expansion and volume is currently in-use".into(),
+                "finish Retry".into(),
+            ],
+        ),
+        (
+            "a claim written by an older API server is warned about first",
+            claim("2Gi", "1Gi", None, ""),
+            volume("2Gi"),
+            config(),
+            ExpansionMemory::default(),
+            vec![
+                format!("log Warn: {OLD_API_SERVER_WARNING}"),
+                mark.into(),
+                "remember".into(),
+                "event Normal Resizing: External resizer is resizing volume pv-1".into(),
+                "log Info: expanding volume to 2Gi".into(),
+                call(true),
+            ],
+        ),
+    ];
+    for (rule, claim, volume, config, memory, want) in table {
+        let decision = decide_expansion(&claim, &volume, &config, &memory, &now());
+        assert_eq!(outline(&decision_steps(decision)), want, "{rule}");
+    }
+}
+
+#[test]
+fn planned_steps_after_the_call() {
+    let marked = claim("2Gi", "1Gi", Some("2Gi"), "ControllerResizeInProgress");
+    let invalid = status_error(Code::InvalidArgument);
+    let unavailable = status_error(Code::Unavailable);
+    let expanded = |node_expansion_required| Ok(ExpandedVolume { capacity: size("2Gi"), node_expansion_required });
+    let failed = "resize volume \"pv-1\" by resizer \"hostpath.csi.k8s.io\" failed";
+    let else_failed = "else resize of pv-1 by hostpath.csi.k8s.io failed";
+    // (rule, answer, steps)
+    let table = [
+        (
+            "the node step remains: PV, then claim, then FileSystemResizeRequired",
+            expanded(true),
+            vec![
+                "remember".to_string(),
+                format!("patch volume, {else_failed}"),
+                format!("patch claim and go on with it, {else_failed}"),
+                "event Normal FileSystemResizeRequired: Require file system resize of volume on node".into(),
+                "log Info: expansion done: Require file system resize of volume on node".into(),
+                "finish Done".into(),
+            ],
+        ),
+        (
+            "done in the controller: PV, then claim, then VolumeResizeSuccessful",
+            expanded(false),
+            vec![
+                "remember".to_string(),
+                format!("patch volume, {else_failed}"),
+                format!("patch claim and go on with it, {else_failed}"),
+                "event Normal VolumeResizeSuccessful: Resize volume succeeded".into(),
+                "log Info: expansion done: Resize volume succeeded".into(),
+                "finish Done".into(),
+            ],
+        ),
+        (
+            "an infeasible error: the claim records it, a warning, a retry",
+            Err(CallFailure::Driver(&invalid)),
+            vec![
+                "remember".to_string(),
+                format!("patch claim and go on with it, {else_failed}"),
+                format!(
+                    "event Warning VolumeResizeFailed: {failed}: rpc error: code = InvalidArgument desc = something broke"
+                ),
+                format!(
+                    "log Warn: expansion failed: {failed}: rpc error: code = InvalidArgument desc = something broke"
+                ),
+                "finish Retry".into(),
+            ],
+        ),
+        (
+            "an error that is not final writes nothing, a warning, a retry",
+            Err(CallFailure::Driver(&unavailable)),
+            vec![
+                "remember".to_string(),
+                format!(
+                    "event Warning VolumeResizeFailed: {failed}: rpc error: code = Unavailable desc = something broke"
+                ),
+                format!("log Warn: expansion failed: {failed}: rpc error: code = Unavailable desc = something broke"),
+                "finish Retry".into(),
+            ],
+        ),
+    ];
+    for (rule, answer, want) in table {
+        let outcome = expansion_outcome(&marked, &volume("1Gi"), &config(), answer, &now());
+        assert_eq!(outline(&outcome_steps(outcome, "pv-1", DRIVER)), want, "{rule}");
+    }
 }

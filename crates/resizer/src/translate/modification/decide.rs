@@ -1,12 +1,14 @@
-//! The KEP-3751 state machine: what one sync of a claim does (reference §4.3–§4.4, §4.7).
+//! The KEP-3751 state machine: what one sync of a claim does (external-resizer pkg/modifycontroller/modify_volume.go,
+//! modify).
 //!
-//! Notation as in the reference: S = `spec.volumeAttributesClassName`, C = `status.currentVolumeAttributesClassName`,
-//! M = `status.modifyVolumeStatus` {T = target, X = status}.
+//! Notation: S = `spec.volumeAttributesClassName`, C = `status.currentVolumeAttributesClassName`, M =
+//! `status.modifyVolumeStatus` {T = target, X = status}.
 //!
-//! One call of [`decide_modification`] per sync. The controller applies [`ModificationDecision::memory`] at once,
-//! then follows the action. For [`ModificationAction::Modify`] it writes the plan's `mark` (a Conflict requeues),
-//! records its `event`, reads the Secret ([`super::request::modify_secret_reference`]), calls
-//! ControllerModifyVolume ([`super::request::controller_modify_volume_request`]) and hands the answer to
+//! One call of [`decide_modification`] per sync; [`super::steps::decision_steps`] turns the decision into the steps the
+//! controller carries out: [`ModificationDecision::memory`] at once, then the action. For
+//! [`ModificationAction::Modify`] it writes the plan's `mark` (a Conflict requeues), records its `event`, reads the
+//! Secret ([`super::request::modify_secret_reference`]), calls ControllerModifyVolume
+//! ([`super::request::controller_modify_volume_request`]) and hands the answer to
 //! [`super::result::modification_outcome`] with the claim as the `mark` write returned it.
 
 use std::time::Duration;
@@ -16,7 +18,7 @@ use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::translate::claim::{
-    bound_volume_name, claim_key, claim_name, conditions, current_class, has_condition, is_bound,
+    bound_volume_name, claim_key, claim_name, conditions, current_class, has_condition, is_bound, requested_class,
 };
 use crate::translate::conditions::{merge_modify_conditions, modify_condition, remove_conditions};
 use crate::translate::memory::SetChange;
@@ -41,8 +43,8 @@ pub struct ModificationMemory {
     /// Time left while the claim is in the slow set (an Infeasible modification less than `--retry-interval-max`
     /// ago).
     pub slow_retry: Option<Duration>,
-    /// The last ControllerModifyVolume ended with a non-final error, so the driver may still be applying T. At
-    /// startup, every claim with X = InProgress is uncertain (item 4).
+    /// The last ControllerModifyVolume ended with a non-final error, so the driver may still be applying T. At startup,
+    /// every claim with X = InProgress is uncertain.
     pub uncertain: bool,
 }
 
@@ -67,30 +69,32 @@ pub enum ModificationAction {
     /// Nothing to do until the claim changes.
     Skip(Skip),
     /// An Infeasible modification to S failed recently: no driver call; requeue (upstream uses the normal per-claim
-    /// backoff; `after` is what is left of the slow-set period), item 12.
+    /// backoff; `after` is what is left of the slow-set period). A new S is tried at once.
     DelayRetry {
         after: Duration,
         message: String,
     },
-    /// S was cleared while nothing is in progress (item 14): write `patch` without a resourceVersion and record
-    /// `event`, when the claim still shows a ModifyingVolume condition. `status.modifyVolumeStatus` stays.
+    /// S was cleared while nothing is in progress (a rollback, or the user no longer cares): write `patch` without a
+    /// resourceVersion and record `event`, when the claim still shows a ModifyingVolume condition.
+    /// `status.modifyVolumeStatus` stays.
     Cancel {
         patch: Option<ClaimStatusPatch>,
         event: Option<PlannedEvent>,
     },
     /// The class to modify to does not exist. Record `event`; write `patch` when given (M.status = Pending, T
-    /// unchanged, resourceVersion-checked, items 16 and 27). The controller queues the claim again when `class`
-    /// appears (deliberate difference, §4 item 7); with `requeue` it also requeues with backoff now (the locked target
-    /// of an uncertain modification, item 15).
+    /// unchanged, conditions untouched, resourceVersion-checked). The controller queues the claim again when `class`
+    /// appears (deliberate difference: upstream retries a Pending claim only on a spec change or a restart); with
+    /// `requeue` it also requeues with backoff now (the locked target of an uncertain modification).
     WaitForClass {
         class: String,
         patch: Option<ClaimStatusPatch>,
         event: PlannedEvent,
         requeue: bool,
     },
-    /// The class names another driver (deliberate difference, §4 item 11): write `patch` (M = {T, Infeasible} with
-    /// the error conditions, resourceVersion-checked), record `event`, requeue with backoff; the slow set delays the
-    /// next try as for a driver's InvalidArgument.
+    /// The class names another driver (deliberate difference: upstream never compares the class's driverName and sends
+    /// its parameters to the wrong driver): write `patch` (M = {T, Infeasible} with the error conditions,
+    /// resourceVersion-checked), record `event`, requeue with backoff; the slow set delays the next try as for a
+    /// driver's InvalidArgument.
     ClassOfAnotherDriver {
         class: String,
         patch: ClaimStatusPatch,
@@ -102,11 +106,11 @@ pub enum ModificationAction {
 /// Why a claim is left alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Skip {
-    /// No `spec.volumeName`, or not Bound (items 8, 10).
+    /// No `spec.volumeName`, or not Bound.
     NotBound,
-    /// The PV is not a CSI volume of this driver (item 9).
+    /// The PV is not a CSI volume of this driver (modification has no CSI migration).
     OtherDriver,
-    /// M is unset and S = C: the steady state (item 13).
+    /// M is unset and S = C: the steady state.
     UpToDate,
 }
 
@@ -116,7 +120,7 @@ pub struct ModifyPlan {
     /// The class whose parameters are applied; its name is T from now on.
     pub class: VolumeAttributesClass,
     /// M = {T, InProgress} and the ModifyingVolume condition, resourceVersion-checked. `None` when continuing the
-    /// locked target of an uncertain modification (item 15).
+    /// locked target of an uncertain modification: it is marked already.
     pub mark: Option<ClaimStatusPatch>,
     /// The Normal `VolumeModify` event, recorded once `mark` is written.
     pub event: Option<PlannedEvent>,
@@ -129,8 +133,15 @@ impl ModifyPlan {
     }
 }
 
+/// The classes [`decide_modification`] may look up for `claim`: the requested one (S) and the target being applied
+/// (T); "" for either when unset.
+pub fn classes_consulted(claim: &PersistentVolumeClaim) -> [&str; 2] {
+    let status = claim.status.as_ref().and_then(|s| s.modify_volume_status.as_ref());
+    [requested_class(claim), status.and_then(|m| m.target_volume_attributes_class_name.as_deref()).unwrap_or_default()]
+}
+
 /// Decides what one sync of `claim` does. `volume` is the PV named by `spec.volumeName` (the controller requeues the
-/// claim while that PV is not in its store, item 8); `class` looks VolumeAttributesClasses up by name.
+/// claim while that PV is not in its store); `class` looks VolumeAttributesClasses up by name.
 pub fn decide_modification<'a>(
     claim: &PersistentVolumeClaim,
     volume: &PersistentVolume,
@@ -159,7 +170,7 @@ pub fn decide_modification<'a>(
     let target = status.and_then(|m| m.target_volume_attributes_class_name.as_deref()).unwrap_or_default();
     let requested = spec_class.unwrap_or_default();
 
-    // Item 12: an Infeasible modification to S is tried again only after the slow-set period; a new S at once.
+    // An Infeasible modification to S is tried again only after the slow-set period; a new S at once.
     match (status, spec_class) {
         (Some(m), Some(s)) if target == s => {
             if m.status == MODIFY_INFEASIBLE {
@@ -187,7 +198,8 @@ pub fn decide_modification<'a>(
         return decision;
     }
 
-    // Item 15: after an uncertain error (or with S cleared), keep working toward T whatever S says.
+    // After an uncertain error (or with S cleared), keep working toward T whatever S says: the driver may still be
+    // applying T.
     if in_progress && (memory.uncertain || requested.is_empty()) {
         decision.action = match class(target) {
             None => ModificationAction::WaitForClass {
@@ -208,7 +220,8 @@ pub fn decide_modification<'a>(
         return decision;
     }
 
-    // Item 16: validate S, mark InProgress, call.
+    // Otherwise (M unset with S ≠ C, X Pending or Infeasible, or InProgress after a final error): validate S, mark
+    // InProgress, call. Setting S back to C after a failure (a rollback) takes this path too.
     decision.action = match class(requested) {
         None => {
             let patch = ClaimStatusPatch {
@@ -307,8 +320,8 @@ fn class_of_another_driver(
     }
 }
 
-/// Whether the claim starts out uncertain when the controller starts: M.status = InProgress (item 4; Infeasible is
-/// not loaded, as upstream).
+/// Whether the claim starts out uncertain when the controller starts: M.status = InProgress (Infeasible is not loaded,
+/// as upstream: external-resizer pkg/modifycontroller/controller.go, initUncertainPVCs).
 pub fn uncertain_at_startup(claim: &PersistentVolumeClaim) -> bool {
     claim.status.as_ref().and_then(|s| s.modify_volume_status.as_ref()).is_some_and(|m| m.status == MODIFY_IN_PROGRESS)
 }

@@ -1,13 +1,13 @@
-//! Which claims the modification controller looks at (reference §4.2). Adds always queue the claim; deletes forget
-//! it.
+//! Which claims the modification controller looks at (external-resizer pkg/modifycontroller/controller.go, updatePVC).
+//! Adds always queue the claim; deletes forget it.
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use crate::translate::claim::{is_bound, requested_class};
 use crate::translate::names::MODIFY_PENDING;
 
-/// Whether an update of a claim queues it (item 6): its class changed or nothing is being modified, it is Bound,
-/// and `old_volume_known` (the PV named by the *old* claim's `spec.volumeName` is in the store).
+/// Whether an update of a claim queues it: its class changed or nothing is being modified, it is Bound, and
+/// `old_volume_known` (the PV named by the *old* claim's `spec.volumeName` is in the store).
 pub fn claim_update_needs_sync(
     old: &PersistentVolumeClaim,
     new: &PersistentVolumeClaim,
@@ -17,8 +17,8 @@ pub fn claim_update_needs_sync(
     (requested_class(old) != requested_class(new) || modify_status.is_none()) && is_bound(new) && old_volume_known
 }
 
-/// The class a Pending claim waits for, if any. Deliberate difference (item 7): the controller indexes claims by it
-/// and queues them when that VolumeAttributesClass is created, instead of waiting for a restart or a spec change.
+/// The class a Pending claim waits for, if any. Deliberate difference: the controller indexes claims by it and queues
+/// them when that VolumeAttributesClass is created, instead of waiting for a restart or a spec change.
 pub fn awaited_class(claim: &PersistentVolumeClaim) -> Option<&str> {
     let status = claim.status.as_ref()?.modify_volume_status.as_ref()?;
     let class = requested_class(claim);
@@ -54,12 +54,12 @@ mod tests {
         let old = claim(Some("silver"), Some("InProgress"), "Bound");
         // (rule, new claim, old PV known, queued)
         let table = [
-            ("§4 item 6: class changed", claim(Some("gold"), Some("InProgress"), "Bound"), true, true),
-            ("§4 item 6: nothing being modified", claim(Some("silver"), None, "Bound"), true, true),
-            ("§4 item 6: status set and class unchanged", claim(Some("silver"), Some("Pending"), "Bound"), true, false),
-            ("§4 item 6: not Bound", claim(Some("gold"), None, "Pending"), true, false),
-            ("§4 item 6: old PV not in the store", claim(Some("gold"), None, "Bound"), false, false),
-            ("§4 item 6: class cleared", claim(None, Some("InProgress"), "Bound"), true, true),
+            ("class changed", claim(Some("gold"), Some("InProgress"), "Bound"), true, true),
+            ("nothing being modified", claim(Some("silver"), None, "Bound"), true, true),
+            ("status set and class unchanged", claim(Some("silver"), Some("Pending"), "Bound"), true, false),
+            ("not Bound", claim(Some("gold"), None, "Pending"), true, false),
+            ("old PV not in the store", claim(Some("gold"), None, "Bound"), false, false),
+            ("class cleared", claim(None, Some("InProgress"), "Bound"), true, true),
         ];
         for (rule, new, known, want) in table {
             assert_eq!(claim_update_needs_sync(&old, &new, known), want, "{rule}");
@@ -70,14 +70,10 @@ mod tests {
     fn pending_claims_wait_for_their_class() {
         // (rule, claim, awaited class)
         let table = [
-            (
-                "§4 item 7: Pending waits for the requested class",
-                claim(Some("gold"), Some("Pending"), "Bound"),
-                Some("gold"),
-            ),
-            ("§4 item 7: InProgress does not wait", claim(Some("gold"), Some("InProgress"), "Bound"), None),
-            ("§4 item 7: no status, no wait", claim(Some("gold"), None, "Bound"), None),
-            ("§4 item 7: no class, no wait", claim(None, Some("Pending"), "Bound"), None),
+            ("Pending waits for the requested class", claim(Some("gold"), Some("Pending"), "Bound"), Some("gold")),
+            ("InProgress does not wait", claim(Some("gold"), Some("InProgress"), "Bound"), None),
+            ("no status, no wait", claim(Some("gold"), None, "Bound"), None),
+            ("no class, no wait", claim(None, Some("Pending"), "Bound"), None),
         ];
         for (rule, claim, want) in table {
             assert_eq!(awaited_class(&claim), want, "{rule}");

@@ -1,4 +1,5 @@
-//! The ControllerModifyVolume request (reference §4.5).
+//! The ControllerModifyVolume request (external-resizer pkg/modifier/csi_modifier.go, Modify, and
+//! pkg/modifycontroller/modify_volume.go, callModifyVolumeOnPlugin).
 
 use std::collections::HashMap;
 
@@ -22,7 +23,7 @@ pub enum RequestError {
     EmptyVolumeHandle,
 }
 
-/// The Secret for ControllerModifyVolume (item 20): the PV's controller-modify secret annotations when both are
+/// The Secret for ControllerModifyVolume, read live: the PV's controller-modify secret annotations when both are
 /// non-empty, else `spec.csi.controllerExpandSecretRef`, else none.
 pub fn modify_secret_reference(volume: &PersistentVolume) -> Option<SecretRef> {
     let name = volume_annotation(volume, ANN_CONTROLLER_MODIFY_SECRET_NAME).unwrap_or_default();
@@ -37,9 +38,9 @@ pub fn modify_secret_reference(volume: &PersistentVolume) -> Option<SecretRef> {
     })
 }
 
-/// ControllerModifyVolume applying `class` (items 18–19): `mutable_parameters` are the class's parameters, plus the
-/// claim's name and namespace and the PV's name with `--extra-modify-metadata`. `secrets` is the data of
-/// [`modify_secret_reference`]'s Secret, empty without one.
+/// ControllerModifyVolume applying `class` to the PV's volume handle (never empty): `mutable_parameters` are the
+/// class's parameters, plus the claim's name and namespace and the PV's name with `--extra-modify-metadata`. `secrets`
+/// is the data of [`modify_secret_reference`]'s Secret, empty without one.
 pub fn controller_modify_volume_request(
     claim: &PersistentVolumeClaim,
     volume: &PersistentVolume,
@@ -103,21 +104,21 @@ mod tests {
         // (rule, volume, reference)
         let table = [
             (
-                "§4 item 20: the modify annotations win",
+                "the modify annotations win",
                 volume(&[(NAME, "modify"), (NAMESPACE, "ns")], Some(("expand", "kube-system"))),
                 reference("modify", "ns"),
             ),
             (
-                "§4 item 20: both annotations are needed, else the expand secret",
+                "both annotations are needed, else the expand secret",
                 volume(&[(NAME, "modify")], Some(("expand", "kube-system"))),
                 reference("expand", "kube-system"),
             ),
             (
-                "§4 item 20: empty annotations fall back too",
+                "empty annotations fall back too",
                 volume(&[(NAME, ""), (NAMESPACE, "ns")], Some(("expand", "kube-system"))),
                 reference("expand", "kube-system"),
             ),
-            ("§4 item 20: neither, no secrets", volume(&[(NAMESPACE, "ns")], None), None),
+            ("neither, no secrets", volume(&[(NAMESPACE, "ns")], None), None),
         ];
         for (rule, volume, want) in table {
             assert_eq!(modify_secret_reference(&volume), want, "{rule}");
@@ -139,9 +140,9 @@ mod tests {
         };
         // (rule, extra metadata, parameters)
         let table = [
-            ("§4 item 19: the class parameters", false, params(&[("iops", "4567")])),
+            ("the class parameters", false, params(&[("iops", "4567")])),
             (
-                "§4 item 19: --extra-modify-metadata adds claim and PV names",
+                "--extra-modify-metadata adds claim and PV names",
                 true,
                 params(&[
                     ("iops", "4567"),
@@ -156,14 +157,14 @@ mod tests {
             let request =
                 controller_modify_volume_request(&claim, &volume(&[], None), &class, extra, secrets.clone()).unwrap();
             assert_eq!(request.mutable_parameters, want, "{rule}");
-            assert_eq!(request.volume_id, "vol-1", "§4 item 18");
-            assert_eq!(request.secrets, secrets, "§4 item 20");
+            assert_eq!(request.volume_id, "vol-1", "the PV's volume handle");
+            assert_eq!(request.secrets, secrets, "the Secret's data");
             assert!(!format!("{request:?}").contains("secret-value"), "secrets never printed");
         }
         let empty_class = VolumeAttributesClass { driver_name: "hostpath.csi.k8s.io".into(), ..Default::default() };
         let request =
             controller_modify_volume_request(&claim, &volume(&[], None), &empty_class, false, HashMap::new()).unwrap();
-        assert!(request.mutable_parameters.is_empty(), "§4 item 19: a class without parameters");
+        assert!(request.mutable_parameters.is_empty(), "a class without parameters");
 
         let mut no_handle = volume(&[], None);
         no_handle.spec.as_mut().unwrap().csi.as_mut().unwrap().volume_handle.clear();
@@ -171,8 +172,8 @@ mod tests {
         not_csi.spec.as_mut().unwrap().csi = None;
         // (rule, volume, error)
         let table = [
-            ("§4 item 18: an empty handle is an error", no_handle, RequestError::EmptyVolumeHandle),
-            ("§4 item 31: non-CSI volumes are refused", not_csi, RequestError::NotCsi("pv-1".into())),
+            ("an empty handle is an error", no_handle, RequestError::EmptyVolumeHandle),
+            ("non-CSI volumes are refused", not_csi, RequestError::NotCsi("pv-1".into())),
         ];
         for (rule, volume, want) in table {
             assert_eq!(

@@ -1,4 +1,5 @@
-//! What a ControllerModifyVolume answer writes back (reference §4.6, §4.7).
+//! What a ControllerModifyVolume answer writes back (external-resizer pkg/modifycontroller/modify_volume.go,
+//! controllerModifyVolumeWithTarget).
 //!
 //! On success the controller writes `volume_patch` first (so the PV never lags behind the claim), then
 //! `claim_patch`, then records `event`. A failed write requeues the claim with backoff, without an event.
@@ -45,7 +46,7 @@ pub fn modification_outcome(
     let error = match result {
         Ok(()) => return modification_succeeded(claim, target),
         Err(CallFailure::NotCalled(text)) => {
-            // Item 25: no status change, no event.
+            // The driver was not called (a non-gRPC error): no status change, no event.
             return ModificationOutcome {
                 volume_patch: None,
                 claim_patch: None,
@@ -61,7 +62,7 @@ pub fn modification_outcome(
     let mut memory = ModificationMemoryChange::default();
     let disposition = failure.disposition(Call::ControllerModifyVolume);
     let (status, modifying_message, event_message) = if disposition.is_some_and(Disposition::is_final) {
-        // Item 24: only InvalidArgument is Infeasible; other final errors stay InProgress, no longer uncertain.
+        // A final error: only InvalidArgument is Infeasible; other final errors stay InProgress, no longer uncertain.
         memory.uncertain = SetChange::Remove;
         let infeasible = disposition == Some(Disposition::Infeasible);
         if infeasible {
@@ -70,7 +71,7 @@ pub fn modification_outcome(
         let status = if infeasible { MODIFY_INFEASIBLE } else { MODIFY_IN_PROGRESS };
         (status, format!("Modifying volume to \"{target}\" failed. Waiting for retry."), text.clone())
     } else {
-        // Item 23: the driver may still be applying T: T stays locked.
+        // Not final: the driver may still be applying T, so T stays locked.
         memory.uncertain = SetChange::Insert;
         (
             MODIFY_IN_PROGRESS,
@@ -96,8 +97,8 @@ pub fn modification_outcome(
     }
 }
 
-/// Item 22: PV first, then the claim without a resourceVersion: M cleared, C = T, both modify conditions removed.
-/// The uncertain mark is dropped too (upstream leaves it, with no effect until the next InProgress).
+/// Success: PV first, then the claim without a resourceVersion: M cleared, C = T, both modify conditions removed. The
+/// uncertain mark is dropped too (upstream leaves it, with no effect until the next InProgress).
 fn modification_succeeded(claim: &PersistentVolumeClaim, target: &str) -> ModificationOutcome {
     let volume_patch = VolumePatch { volume_attributes_class_name: Some(target.to_string()), ..Default::default() };
     let claim_patch = ClaimStatusPatch {

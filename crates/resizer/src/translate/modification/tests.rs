@@ -1,4 +1,6 @@
-//! The modification rules of reference §4, one row per rule or transition of §4.4 and §4.7, named after it.
+//! The modification rules (external-resizer pkg/modifycontroller), one row per rule or transition, named after it.
+//! Notation as in [`super::decide`]: S = the requested class, C = the current one, M = `status.modifyVolumeStatus` {T =
+//! target, X = status}.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,10 +19,12 @@ use tonic::Code;
 use super::decide::*;
 use super::filter::awaited_class;
 use super::result::*;
+use super::steps::{decision_steps, outcome_steps};
 use crate::translate::call_failure::CallFailure;
 use crate::translate::claim::{conditions, current_class};
 use crate::translate::memory::SetChange;
 use crate::translate::patch::{ClaimStatusPatch, ConditionChange, ModifyVolumeStatusChange, VolumePatch};
+use crate::translate::steps::{Plan, Then, outline};
 use sidecar_runtime::PlannedEvent;
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
@@ -168,10 +172,10 @@ fn sync_preconditions() {
     let modify = claim(Some("gold"), Some("silver"), None, &[]);
     // (rule, claim, volume, skip)
     let table = [
-        ("§4 item 8: PV not created yet", no_volume_name, volume(None), Skip::NotBound),
-        ("§4 item 10: not Bound", not_bound, volume(None), Skip::NotBound),
-        ("§4 item 9: another driver's PV", modify.clone(), other_driver, Skip::OtherDriver),
-        ("§4 item 9/31: a non-CSI PV (#471)", modify, not_csi, Skip::OtherDriver),
+        ("PV not created yet", no_volume_name, volume(None), Skip::NotBound),
+        ("not Bound", not_bound, volume(None), Skip::NotBound),
+        ("another driver's PV", modify.clone(), other_driver, Skip::OtherDriver),
+        ("a non-CSI PV is skipped, without a panic (external-resizer #471)", modify, not_csi, Skip::OtherDriver),
     ];
     let known = classes();
     for (rule, claim, volume, want) in table {
@@ -208,7 +212,7 @@ fn state_machine() {
     );
     let table: Vec<Row> = vec![
         (
-            "§4.7 row 1 / item 13: M nil, C = S → unchanged",
+            "M nil, C = S → unchanged",
             claim(Some("silver"), Some("silver"), None, &[]),
             &none,
             &all,
@@ -217,7 +221,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4 item 13: M nil, S and C unset → unchanged",
+            "M nil, S and C unset → unchanged",
             claim(None, None, None, &[]),
             &none,
             &all,
@@ -226,7 +230,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 2: M nil, S ≠ C, class S missing → Pending",
+            "M nil, S ≠ C, class S missing → Pending",
             claim(Some("gold"), Some("silver"), None, &[]),
             &none,
             &without_gold,
@@ -235,7 +239,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 2: Pending, class S still missing → Pending again",
+            "Pending, class S still missing → Pending again",
             claim(Some("gold"), Some("silver"), Some(("", "Pending")), &[]),
             &none,
             &without_gold,
@@ -244,7 +248,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 2: Infeasible to another class, class S missing → Pending",
+            "Infeasible to another class, class S missing → Pending",
             claim(Some("gold"), Some("silver"), Some(("platinum", "Infeasible")), &[]),
             &none,
             &without_gold,
@@ -253,7 +257,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 3: M nil, class S exists → InProgress + VolumeModify",
+            "M nil, class S exists → InProgress + VolumeModify",
             claim(Some("gold"), Some("silver"), None, &[]),
             &none,
             &all,
@@ -262,7 +266,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 3: Pending, class S created → InProgress",
+            "Pending, class S created → InProgress",
             claim(Some("gold"), Some("silver"), Some(("", "Pending")), &[]),
             &none,
             &all,
@@ -271,7 +275,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 3: InProgress after a final error, S changed → the new S",
+            "InProgress after a final error, S changed → the new S",
             claim(Some("platinum"), Some("silver"), Some(("gold", "InProgress")), &[]),
             &none,
             &all,
@@ -280,7 +284,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 7: InProgress after a final error, same S → tried again at once",
+            "InProgress after a final error, same S → tried again at once",
             claim(Some("gold"), Some("silver"), Some(("gold", "InProgress")), &[]),
             &none,
             &all,
@@ -289,7 +293,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 5 / item 15: InProgress and uncertain, S changed → keep working toward T (TestModifyUncertain)",
+            "InProgress and uncertain, S changed → keep working toward T (TestModifyUncertain)",
             claim(Some("platinum"), Some("silver"), Some(("gold", "InProgress")), &[]),
             &uncertain,
             &all,
@@ -298,7 +302,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4 item 15: InProgress, S cleared → keep working toward T",
+            "InProgress, S cleared → keep working toward T",
             claim(None, Some("silver"), Some(("gold", "InProgress")), &[]),
             &none,
             &all,
@@ -307,7 +311,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4 item 15: locked target's class missing → VolumeModifyFailed, requeue, no status write",
+            "locked target's class missing → VolumeModifyFailed, requeue, no status write",
             claim(Some("platinum"), Some("silver"), Some(("gold", "InProgress")), &[]),
             &uncertain,
             &without_gold,
@@ -316,7 +320,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 8 / item 14: S cleared, Infeasible, ModifyingVolume shown → cancel with VolumeModifyCanceled",
+            "S cleared, Infeasible, ModifyingVolume shown → cancel with VolumeModifyCanceled",
             claim(None, Some("silver"), Some(("gold", "Infeasible")), &[("ModifyingVolume", None)]),
             &none,
             &all,
@@ -325,7 +329,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 8 / item 14: S cleared, Pending, no ModifyingVolume → nothing (M kept)",
+            "S cleared, Pending, no ModifyingVolume → nothing (M kept)",
             claim(None, Some("silver"), Some(("gold", "Pending")), &[]),
             &none,
             &all,
@@ -334,7 +338,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4 item 17: rollback: Infeasible to gold, S back to C → modify to silver",
+            "rollback: Infeasible to gold, S back to C → modify to silver",
             claim(Some("silver"), Some("silver"), Some(("gold", "Infeasible")), &[("ModifyingVolume", None)]),
             &slow,
             &all,
@@ -343,7 +347,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 6 / item 12: Infeasible, T = S, in the slow set → no call",
+            "Infeasible, T = S, in the slow set → no call",
             claim(Some("gold"), Some("silver"), Some(("gold", "Infeasible")), &[]),
             &slow,
             &all,
@@ -352,7 +356,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4.7 row 6 / item 12: Infeasible, T = S, slow period over → tried again",
+            "Infeasible, T = S, slow period over → tried again",
             claim(Some("gold"), Some("silver"), Some(("gold", "Infeasible")), &[]),
             &none,
             &all,
@@ -361,7 +365,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4 item 12: a new class is tried at once, slow set or not",
+            "a new class is tried at once, slow set or not",
             claim(Some("platinum"), Some("silver"), Some(("gold", "Infeasible")), &[]),
             &slow,
             &all,
@@ -370,7 +374,7 @@ fn state_machine() {
             Keep,
         ),
         (
-            "§4 item 30: first-time modify (C unset, PV without class)",
+            "first-time modify (C unset, PV without class)",
             claim(Some("gold"), None, None, &[]),
             &none,
             &all,
@@ -409,7 +413,8 @@ fn writes_before_the_call() {
     let known = classes();
     let without_gold: Vec<_> = classes().into_iter().filter(|c| c.metadata.name.as_deref() != Some("gold")).collect();
 
-    // §4 item 16, #500: Pending keeps T and the conditions, is resourceVersion-checked, no requeue.
+    // A missing class (external-resizer #500): Pending keeps T and the conditions, is resourceVersion-checked, no
+    // requeue.
     let infeasible = claim(
         Some("gold"),
         Some("silver"),
@@ -421,11 +426,15 @@ fn writes_before_the_call() {
     else {
         panic!("expected Pending")
     };
-    assert_eq!(event, PlannedEvent::warning("VolumeModifyFailed", "VAC \"gold\" does not exist."), "§4 item 16");
+    assert_eq!(
+        event,
+        PlannedEvent::warning("VolumeModifyFailed", "VAC \"gold\" does not exist."),
+        "a missing class is warned"
+    );
     assert_eq!(
         patch.strategic_merge_patch(),
         json!({"metadata": {"resourceVersion": "7"}, "status": {"modifyVolumeStatus": {"status": "Pending"}}}),
-        "§4 items 16, 27: only the status, never the conditions"
+        "only the status, never the conditions"
     );
     let written = patch.apply(&infeasible);
     let status = written.status.as_ref().unwrap();
@@ -435,11 +444,11 @@ fn writes_before_the_call() {
             status: "Pending".into(),
             target_volume_attributes_class_name: Some("platinum".into())
         }),
-        "§4 item 16: T unchanged (d03a1e75)"
+        "T unchanged (d03a1e75)"
     );
     assert_eq!(awaited_class(&written), Some("gold"), "deliberate difference: the controller waits for gold");
 
-    // §4 item 16: InProgress + ModifyingVolume + VolumeModify.
+    // A class that exists: InProgress + ModifyingVolume + VolumeModify.
     let pending = claim(
         Some("gold"),
         Some("silver"),
@@ -453,14 +462,14 @@ fn writes_before_the_call() {
     assert_eq!(
         plan.event,
         Some(PlannedEvent::normal("VolumeModify", "external resizer is modifying volume data with vac gold")),
-        "§4 item 16"
+        "a Normal VolumeModify event before the call"
     );
     let mark = plan.mark.unwrap();
-    assert_eq!(mark.resource_version, Some("7".into()), "§4 item 16: resourceVersion-checked");
+    assert_eq!(mark.resource_version, Some("7".into()), "resourceVersion-checked");
     assert_eq!(
         mark.modify_volume_status,
         Some(ModifyVolumeStatusChange::Set { status: "InProgress", target: Some("gold".into()) }),
-        "§4 item 16: M = {{T: S, InProgress}}"
+        "M = {{T: S, InProgress}}"
     );
     assert_eq!(
         mark.conditions,
@@ -472,10 +481,10 @@ fn writes_before_the_call() {
             last_probe_time: Some(now()),
             last_transition_time: Some(earlier()),
         })],
-        "§4 items 16, 26: ModifyingVolume rewritten (transition time kept), ModifyVolumeError left"
+        "ModifyingVolume rewritten (transition time kept), ModifyVolumeError left"
     );
 
-    // §4 item 14: cancel removes only ModifyingVolume, without a resourceVersion.
+    // S cleared while nothing is in progress: cancel removes only ModifyingVolume, without a resourceVersion.
     let cancelled = claim(
         None,
         Some("silver"),
@@ -487,11 +496,11 @@ fn writes_before_the_call() {
     else {
         panic!("expected a cancel")
     };
-    assert_eq!(event, Some(PlannedEvent::normal("VolumeModifyCanceled", "Cancelled modify.")), "§4 item 14");
+    assert_eq!(event, Some(PlannedEvent::normal("VolumeModifyCanceled", "Cancelled modify.")), "VolumeModifyCanceled");
     assert_eq!(
         patch,
         ClaimStatusPatch { conditions: vec![ConditionChange::Remove("ModifyingVolume".into())], ..Default::default() },
-        "§4 item 14: M left as it is, no resourceVersion"
+        "M left as it is, no resourceVersion"
     );
 
     // Deliberate difference: another driver's class.
@@ -515,7 +524,7 @@ fn writes_before_the_call() {
     assert_eq!((error.reason.as_deref(), error.message.as_deref()), (Some("InvalidArgument"), Some(message)));
     assert_eq!(patch.resource_version, Some("7".into()));
 
-    // §4 item 12: the delay message.
+    // An Infeasible modification tried recently: the delay message.
     let slow = ModificationMemory { slow_retry: Some(Duration::from_secs(200)), uncertain: false };
     let ModificationAction::DelayRetry { after, message } =
         decide(&claim(Some("gold"), None, Some(("gold", "Infeasible")), &[]), &slow, &known).action
@@ -539,12 +548,12 @@ fn driver_answers() {
     );
     let plan = ModifyPlan { class: class("gold", DRIVER), mark: None, event: None };
 
-    // §4 item 22: success.
+    // Success.
     let outcome = modification_outcome(&in_progress, &plan, Ok(()), &now());
     assert_eq!(
         outcome.volume_patch,
         Some(VolumePatch { volume_attributes_class_name: Some("gold".into()), ..Default::default() }),
-        "§4 item 22: PV first"
+        "PV first"
     );
     let patch = outcome.claim_patch.unwrap();
     assert_eq!(
@@ -554,7 +563,7 @@ fn driver_answers() {
             "modifyVolumeStatus": null,
             "currentVolumeAttributesClassName": "gold",
         }}),
-        "§4 item 22: M cleared, C = T, both conditions removed (#421), no resourceVersion"
+        "M cleared, C = T, both conditions removed (#421), no resourceVersion"
     );
     assert_eq!(
         outcome.event,
@@ -601,7 +610,7 @@ fn driver_answers() {
     let failed = "Modifying volume to \"gold\" failed. Waiting for retry.";
     let table: Vec<Row> = vec![
         (
-            "§4 item 23: Canceled is non-final",
+            "Canceled is non-final",
             failure(Code::Cancelled),
             "InProgress",
             still,
@@ -612,7 +621,7 @@ fn driver_answers() {
             Insert,
         ),
         (
-            "§4 item 23: DeadlineExceeded is non-final",
+            "DeadlineExceeded is non-final",
             failure(Code::DeadlineExceeded),
             "InProgress",
             still,
@@ -623,7 +632,7 @@ fn driver_answers() {
             Insert,
         ),
         (
-            "§4 item 23: a timeout is non-final",
+            "a timeout is non-final",
             CallFailure::Driver(&timeout),
             "InProgress",
             still,
@@ -634,7 +643,7 @@ fn driver_answers() {
             Insert,
         ),
         (
-            "§4 item 23: Unavailable is non-final",
+            "Unavailable is non-final",
             failure(Code::Unavailable),
             "InProgress",
             still,
@@ -645,7 +654,7 @@ fn driver_answers() {
             Insert,
         ),
         (
-            "§4 item 23: ResourceExhausted is non-final",
+            "ResourceExhausted is non-final",
             failure(Code::ResourceExhausted),
             "InProgress",
             still,
@@ -655,19 +664,9 @@ fn driver_answers() {
             Keep,
             Insert,
         ),
+        ("Aborted is non-final", failure(Code::Aborted), "InProgress", still, "Aborted", "boom", true, Keep, Insert),
         (
-            "§4 item 23: Aborted is non-final",
-            failure(Code::Aborted),
-            "InProgress",
-            still,
-            "Aborted",
-            "boom",
-            true,
-            Keep,
-            Insert,
-        ),
-        (
-            "§4.7 row 6 / item 24: InvalidArgument → Infeasible, slow retry",
+            "InvalidArgument → Infeasible, slow retry",
             failure(Code::InvalidArgument),
             "Infeasible",
             failed,
@@ -678,7 +677,7 @@ fn driver_answers() {
             Remove,
         ),
         (
-            "§4.7 row 7 / item 24: OutOfRange stays InProgress",
+            "OutOfRange stays InProgress",
             failure(Code::OutOfRange),
             "InProgress",
             failed,
@@ -689,7 +688,7 @@ fn driver_answers() {
             Remove,
         ),
         (
-            "§4.7 row 7 / item 24: NotFound stays InProgress",
+            "NotFound stays InProgress",
             failure(Code::NotFound),
             "InProgress",
             failed,
@@ -700,7 +699,7 @@ fn driver_answers() {
             Remove,
         ),
         (
-            "§4.7 row 7 / item 24: Internal stays InProgress",
+            "Internal stays InProgress",
             failure(Code::Internal),
             "InProgress",
             failed,
@@ -711,7 +710,7 @@ fn driver_answers() {
             Remove,
         ),
         (
-            "§4.7 row 7 / item 24: FailedPrecondition stays InProgress",
+            "FailedPrecondition stays InProgress",
             failure(Code::FailedPrecondition),
             "InProgress",
             failed,
@@ -743,15 +742,15 @@ fn driver_answers() {
         );
         let modifying = conditions(&written).iter().find(|c| c.type_ == "ModifyingVolume").unwrap();
         assert_eq!(modifying.message.as_deref(), Some(modifying_message), "{rule}");
-        assert_eq!(modifying.last_transition_time, Some(earlier()), "§4 item 26: {rule}");
+        assert_eq!(modifying.last_transition_time, Some(earlier()), "{rule}");
         let error = conditions(&written).iter().find(|c| c.type_ == "ModifyVolumeError").unwrap();
         assert_eq!((error.reason.as_deref(), error.message.as_deref()), (Some(reason), Some(message)), "{rule}");
         let moved = if reason == "Aborted" { earlier() } else { now() };
-        assert_eq!(error.last_transition_time, Some(moved), "§4 item 26: {rule}: moves only with the reason");
-        assert_eq!(error.last_probe_time, Some(now()), "§4 item 26: {rule}");
+        assert_eq!(error.last_transition_time, Some(moved), "{rule}: moves only with the reason");
+        assert_eq!(error.last_probe_time, Some(now()), "{rule}");
     }
 
-    // §4 item 25: a failure before the call.
+    // A failure before the call (the Secret, the request): no status change, no event.
     let outcome = modification_outcome(
         &in_progress,
         &plan,
@@ -770,7 +769,7 @@ fn driver_answers() {
                     .into()
             ),
         },
-        "§4 item 25: no status change, no event"
+        "no status change, no event"
     );
 }
 
@@ -865,10 +864,165 @@ fn issue_scenarios() {
     assert_eq!(modify_status(&uncertain), Some(("gold".into(), "InProgress".into())));
     assert!(memory.uncertain);
     let mut restarted = ModificationMemory { uncertain: uncertain_at_startup(&uncertain), ..Default::default() };
-    assert!(restarted.uncertain, "§4 item 4: InProgress claims start uncertain");
+    assert!(restarted.uncertain, "InProgress claims start uncertain");
     let changed = set(uncertain, "platinum");
     let resumed = sync(&changed, &mut restarted, &known, Some(Ok(())));
     assert_eq!((current_class(&resumed), modify_status(&resumed)), ("gold", None), "the same target is resumed");
     let next = sync(&resumed, &mut restarted, &known, Some(Ok(())));
     assert_eq!(current_class(&next), "platinum", "then the new class");
+}
+
+/// The outline of a plan, its call shown as the class it applies.
+fn planned<M>(plan: Plan<M, Box<ModifyPlan>>) -> Vec<String> {
+    let then = match plan.then {
+        Then::Finish(outcome) => Then::Finish(outcome),
+        Then::Call(call) => Then::Call(call.target().to_string()),
+    };
+    outline(&Plan { steps: plan.steps, then })
+}
+
+#[test]
+fn planned_steps_before_the_call() {
+    let uncertain = ModificationMemory { uncertain: true, ..Default::default() };
+    let slow = ModificationMemory { slow_retry: Some(Duration::from_secs(60)), ..Default::default() };
+    let none = ModificationMemory::default();
+    let lines = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    // (rule, claim, memory, steps)
+    let table = [
+        (
+            "the steady state writes nothing",
+            claim(Some("silver"), Some("silver"), None, &[]),
+            &none,
+            lines(&["remember", "log Trace: no modification: UpToDate", "finish Done"]),
+        ),
+        (
+            "an Infeasible modification tried recently waits out the slow set, without a write",
+            claim(Some("gold"), Some("silver"), Some(("gold", "Infeasible")), &[]),
+            &slow,
+            lines(&[
+                "remember",
+                "log Info: skipping volume modification for pvc apps/data, because modification previously failed with infeasible error",
+                "finish RetryAfter(60s)",
+            ]),
+        ),
+        (
+            "a class cleared while ModifyingVolume shows: the condition goes, VolumeModifyCanceled",
+            claim(None, Some("silver"), Some(("gold", "Infeasible")), &[("ModifyingVolume", None)]),
+            &none,
+            lines(&[
+                "remember",
+                r#"patch claim, else warn "writing the cancellation failed""#,
+                "event Normal VolumeModifyCanceled: Cancelled modify.",
+                "finish Done",
+            ]),
+        ),
+        (
+            "a class cleared without the condition: nothing written",
+            claim(None, Some("silver"), Some(("gold", "Infeasible")), &[]),
+            &none,
+            lines(&["remember", "finish Done"]),
+        ),
+        (
+            "a missing class: Pending, a warning, no requeue (the class's creation queues the claim)",
+            claim(Some("bronze"), Some("silver"), None, &[]),
+            &none,
+            lines(&[
+                "remember",
+                r#"patch claim, else warn "marking the modification Pending failed" unless a Conflict"#,
+                r#"event Warning VolumeModifyFailed: VAC "bronze" does not exist."#,
+                r#"log Info: VolumeAttributesClass "bronze" not found; waiting for it"#,
+                "finish Done",
+            ]),
+        ),
+        (
+            "the missing locked target of an uncertain modification: no write, a warning, a requeue",
+            claim(Some("gold"), Some("silver"), Some(("bronze", "InProgress")), &[]),
+            &uncertain,
+            lines(&[
+                "remember",
+                r#"event Warning VolumeModifyFailed: VAC "bronze" does not exist."#,
+                r#"log Info: VolumeAttributesClass "bronze" not found; waiting for it"#,
+                "finish Retry",
+            ]),
+        ),
+        (
+            "a class of another driver: Infeasible, a warning, a retry",
+            claim(Some("foreign"), Some("silver"), None, &[]),
+            &none,
+            lines(&[
+                "remember",
+                r#"patch claim, else warn "marking the modification Infeasible failed""#,
+                r#"event Warning VolumeModifyFailed: VAC "foreign" is for driver "other.csi.k8s.io", not for driver "hostpath.csi.k8s.io""#,
+                r#"log Warn: VolumeAttributesClass "foreign" names another driver"#,
+                "finish Retry",
+            ]),
+        ),
+        (
+            "a modification: mark InProgress (the call sees the claim as marked), VolumeModify, the call",
+            claim(Some("gold"), Some("silver"), None, &[]),
+            &none,
+            lines(&[
+                "remember",
+                r#"patch claim and go on with it, else warn "marking the modification InProgress failed" unless a Conflict"#,
+                "event Normal VolumeModify: external resizer is modifying volume data with vac gold",
+                r#"log Info: modifying volume to class "gold""#,
+                r#"call "gold""#,
+            ]),
+        ),
+        (
+            "an uncertain modification goes on toward its locked target: no mark, no event",
+            claim(Some("platinum"), Some("silver"), Some(("gold", "InProgress")), &[]),
+            &uncertain,
+            lines(&["remember", r#"log Info: modifying volume to class "gold""#, r#"call "gold""#]),
+        ),
+    ];
+    for (rule, claim, memory, want) in table {
+        assert_eq!(planned(decision_steps(decide(&claim, memory, &classes()))), want, "{rule}");
+    }
+}
+
+#[test]
+fn planned_steps_after_the_call() {
+    let marked = claim(Some("gold"), Some("silver"), Some(("gold", "InProgress")), &[("ModifyingVolume", None)]);
+    let plan = ModifyPlan { class: class("gold", DRIVER), mark: None, event: None };
+    let unavailable = error(Code::Unavailable);
+    let lines = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    // (rule, answer, steps)
+    let table = [
+        (
+            "success: the PV before the claim, then VolumeModifySuccessful",
+            Ok(()),
+            lines(&[
+                "remember",
+                r#"patch volume, else warn "updating the volume's class failed""#,
+                r#"patch claim, else warn "updating the claim's modification status failed""#,
+                "event Normal VolumeModifySuccessful: external resizer modified volume data with vac gold successfully",
+                r#"log Info: modification to class "gold" done"#,
+                "finish Done",
+            ]),
+        ),
+        (
+            "an error that is not final: the claim records it, a warning, a retry",
+            Err(CallFailure::Driver(&unavailable)),
+            lines(&[
+                "remember",
+                r#"patch claim, else warn "updating the claim's modification status failed""#,
+                "event Warning VolumeModifyFailed: rpc error: code = Unavailable desc = boom. Still modifying to VAC gold",
+                r#"log Warn: modification to class "gold" failed: rpc error: code = Unavailable desc = boom"#,
+                "finish Retry",
+            ]),
+        ),
+        (
+            "the driver not called (a Secret not read): no write, no event, a retry",
+            Err(CallFailure::NotCalled("secrets \"s\" not found".into())),
+            lines(&[
+                r#"log Warn: modification to class "gold" failed: cannot get error status from modify volume err: secrets "s" not found"#,
+                "finish Retry",
+            ]),
+        ),
+    ];
+    for (rule, answer, want) in table {
+        let outcome = modification_outcome(&marked, &plan, answer, &now());
+        assert_eq!(outline(&outcome_steps(outcome, plan.target())), want, "{rule}");
+    }
 }

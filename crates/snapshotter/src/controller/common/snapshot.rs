@@ -39,9 +39,9 @@ fn snapshot_type(snapshot: &VolumeSnapshot) -> &'static str {
 }
 
 /// One run of a snapshot key.
-pub(super) async fn sync_snapshot(shared: &Shared, key: &str) -> Outcome {
-    let Some(snapshot) = shared.stores.snapshot(key) else { return Outcome::Done };
-    match sync(shared, (*snapshot).clone()).await {
+pub(super) async fn sync_snapshot(shared: Arc<Shared>, key: String) -> Outcome {
+    let Some(snapshot) = shared.stores.snapshot(&key) else { return Outcome::Done };
+    match sync(&shared, (*snapshot).clone()).await {
         Ok(()) => Outcome::Done,
         Err(Retry(error)) => {
             tracing::info!(snapshot = %key, %error, "snapshot sync failed, retrying");

@@ -64,6 +64,16 @@ impl Stores {
         self.claims.state().into_iter().filter(|c| c.namespace().as_deref() == Some(namespace)).collect()
     }
 
+    /// Every cached snapshot's queue key, for the resync.
+    pub fn snapshot_keys(&self) -> Vec<String> {
+        self.snapshots.state().iter().map(|s| snapshot_key(s)).collect()
+    }
+
+    /// Every cached content's queue key, for the resync.
+    pub fn content_names(&self) -> Vec<String> {
+        self.contents.state().iter().map(|c| c.name_any()).collect()
+    }
+
     /// The snapshots of one namespace.
     pub fn snapshots_in(&self, namespace: &str) -> Vec<Arc<VolumeSnapshot>> {
         self.snapshots.state().into_iter().filter(|s| s.namespace().as_deref() == Some(namespace)).collect()

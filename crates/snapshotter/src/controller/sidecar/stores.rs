@@ -45,6 +45,11 @@ impl Stores {
     pub fn class(&self, name: &str) -> Option<Arc<VolumeSnapshotClass>> {
         self.classes.get(&ObjectRef::new(name))
     }
+
+    /// Every cached content's queue key, for the resync.
+    pub fn content_names(&self) -> Vec<String> {
+        self.contents.state().iter().map(|c| content_name(c)).collect()
+    }
 }
 
 /// The queue key of a content: its name (contents are cluster-scoped).

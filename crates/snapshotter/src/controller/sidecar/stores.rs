@@ -11,6 +11,7 @@ use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
+use crate::translate::sidecar::content::content_name;
 use crate::translate::sidecar::filter::{node_label_selector, update_needs_sync};
 
 /// Read-only views of the caches.
@@ -50,11 +51,6 @@ impl Stores {
     pub fn content_names(&self) -> Vec<String> {
         self.contents.state().iter().map(|c| content_name(c)).collect()
     }
-}
-
-/// The queue key of a content: its name (contents are cluster-scoped).
-pub fn content_name(content: &VolumeSnapshotContent) -> String {
-    content.metadata.name.clone().unwrap_or_default()
 }
 
 /// The watches feeding the caches and the queue.

@@ -9,8 +9,8 @@ use sidecar_runtime::Outcome;
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
-use super::stores::content_name;
 use super::writes::{is_not_found, write_failed};
+use crate::translate::sidecar::content::content_name;
 use crate::translate::sidecar::creation::create_plan;
 use crate::translate::sidecar::deletion::{DeletionFailure, DeletionStep, deletion_failed_event, snapshot_deleted};
 use crate::translate::sidecar::filter::handles_content;

@@ -11,7 +11,7 @@ use sidecar_runtime::{Outcome, PlannedEvent};
 use snapshot_api::VolumeSnapshotContent;
 
 use super::Shared;
-use super::stores::content_name;
+use crate::translate::sidecar::content::content_name;
 use crate::translate::sidecar::patch::{ContentPatch, ContentStatusPatch};
 use crate::translate::sidecar::secrets::SecretRef;
 

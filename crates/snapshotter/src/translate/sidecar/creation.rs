@@ -14,9 +14,9 @@ use snapshot_api::names::{
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Snapshotter;
+use super::content::has_annotation;
 use super::patch::ContentPatch;
 use super::secrets::{SecretRef, deletion_secret};
-use super::sync::has_annotation;
 
 /// Why CreateSnapshot cannot be called for a content. The text is shown in the content's status and events.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -12,9 +12,9 @@ use snapshot_api::names::{
 };
 use snapshot_api::{DeletionPolicy, VolumeSnapshotContent, VolumeSnapshotContentStatus};
 
+use super::content::has_annotation;
 use super::patch::{ContentPatch, ContentStatusPatch};
 use super::secrets::{SecretRef, deletion_secret};
-use super::sync::has_annotation;
 
 /// Event reason of every failed step of a deletion.
 pub const REASON_SNAPSHOT_DELETE_ERROR: &str = "SnapshotDeleteError";

@@ -12,6 +12,7 @@
 //! Writes are values ([`patch`]); Secrets are references ([`secrets`]); events are
 //! [`PlannedEvent`](sidecar_runtime::events::PlannedEvent)s.
 
+pub mod content;
 pub mod creation;
 pub mod deletion;
 pub mod filter;

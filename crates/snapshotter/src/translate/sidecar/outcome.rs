@@ -8,8 +8,8 @@ use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::names::ANN_VOLUME_SNAPSHOT_BEING_CREATED;
 use snapshot_api::{SnapshotError, VolumeSnapshotContent, VolumeSnapshotContentStatus};
 
+use super::content::has_annotation;
 use super::patch::{ContentPatch, ContentStatusPatch};
-use super::sync::has_annotation;
 
 /// Warning when the first CreateSnapshot of a content fails.
 pub const REASON_SNAPSHOT_CREATION_FAILED: &str = "SnapshotCreationFailed";

@@ -4,6 +4,7 @@
 use snapshot_api::VolumeSnapshotContent;
 use snapshot_api::names::{ANN_VOLUME_GROUP_SNAPSHOT_HANDLE, ANN_VOLUME_SNAPSHOT_BEING_CREATED};
 
+use super::content::{has_annotation, is_group_member};
 use super::deletion::{DeletionStep, deletion_step, should_delete};
 use super::patch::ContentPatch;
 
@@ -49,15 +50,6 @@ pub fn sync_step(content: &VolumeSnapshotContent) -> SyncStep {
     } else {
         SyncStep::PollByCreate
     }
-}
-
-/// A snapshot cut as part of a group: its status names both its own handle and the group's.
-pub fn is_group_member(content: &VolumeSnapshotContent) -> bool {
-    content.status.as_ref().is_some_and(|s| s.snapshot_handle.is_some() && s.volume_group_snapshot_handle.is_some())
-}
-
-pub(super) fn has_annotation(content: &VolumeSnapshotContent, key: &str) -> bool {
-    content.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(key))
 }
 
 #[cfg(test)]

@@ -37,6 +37,13 @@ pub fn referenced_snapshot_key(content: &VolumeSnapshotContent) -> String {
     format!("{}/{}", reference.namespace.as_deref().unwrap_or_default(), reference.name.as_deref().unwrap_or_default())
 }
 
+/// The snapshot (`namespace/name` key) to sync again when `content` is deleted: a snapshot keeps its bound finalizer
+/// until its Delete content is gone, and this brings it back to drop it (external-snapshotter
+/// pkg/common-controller/snapshot_controller_base.go, deleteContent).
+pub fn snapshot_woken_by_deleted_content(content: &VolumeSnapshotContent) -> String {
+    referenced_snapshot_key(content)
+}
+
 /// The sync of `content`, with the snapshot found under [`referenced_snapshot_key`] (if any).
 pub fn content_sync(content: &VolumeSnapshotContent, snapshot: Option<&VolumeSnapshot>) -> ContentSync {
     let source = &content.spec.source;
@@ -182,5 +189,6 @@ mod tests {
             other => panic!("9: finalizer expected, got {other:?}"),
         }
         assert_eq!(referenced_snapshot_key(&bound_content(true)), "ns/snap");
+        assert_eq!(snapshot_woken_by_deleted_content(&bound_content(true)), "ns/snap", "its deletion wakes it");
     }
 }

@@ -10,7 +10,7 @@ use kube::ResourceExt;
 use snapshot_api::names::ANN_IS_DEFAULT_CLASS;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass};
 
-use super::names::{not_found_text, parent_group_snapshot};
+use super::names::{not_found_text, parent_group_snapshot, snapshot_key};
 use super::patch::SnapshotPatch;
 use super::reasons::{GET_SNAPSHOT_CLASS_FAILED, SET_DEFAULT_SNAPSHOT_CLASS_FAILED};
 use super::status_error::SnapshotFailure;
@@ -104,7 +104,7 @@ pub fn default_class_failed(error: String) -> SnapshotFailure {
 /// Beyond upstream: when a class is added or changed, the snapshots waiting for it are retried at once instead of
 /// at their next backoff step. A snapshot waits for the class it names, or — unnamed, dynamic, not a member, not
 /// yet bound — for a default class (whose driver only the source volume tells; the retry finds out).
-pub fn class_change_wakes(class: &VolumeSnapshotClass, snapshot: &VolumeSnapshot) -> bool {
+fn class_change_wakes(class: &VolumeSnapshotClass, snapshot: &VolumeSnapshot) -> bool {
     if snapshot.status.as_ref().and_then(|s| s.bound_volume_snapshot_content_name.as_ref()).is_some() {
         return false;
     }
@@ -113,6 +113,15 @@ pub fn class_change_wakes(class: &VolumeSnapshotClass, snapshot: &VolumeSnapshot
         ClassLookup::Default => is_default_class(class),
         ClassLookup::NotNeeded => false,
     }
+}
+
+/// The snapshots (`namespace/name` keys) to sync at once when `class` is added or changed: those
+/// `class_change_wakes` says wait for it.
+pub fn snapshots_woken_by_class<'a>(
+    class: &VolumeSnapshotClass,
+    snapshots: impl IntoIterator<Item = &'a VolumeSnapshot>,
+) -> Vec<String> {
+    snapshots.into_iter().filter(|snapshot| class_change_wakes(class, snapshot)).map(snapshot_key).collect()
 }
 
 #[cfg(test)]
@@ -248,5 +257,9 @@ mod tests {
         for (rule, class, vs, want) in table {
             assert_eq!(class_change_wakes(class, vs), want, "{rule}");
         }
+        let mut other_named = named.clone();
+        other_named.metadata.name = Some("other".into());
+        let snapshots = [named, unnamed, bound, other_named];
+        assert_eq!(snapshots_woken_by_class(&gold, &snapshots), ["ns/snap", "ns/other"], "the keys of those it wakes");
     }
 }

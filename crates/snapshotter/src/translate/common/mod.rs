@@ -27,8 +27,11 @@
 //!    [`dynamic_content::creating_event`], then [`status::snapshot_status`] with the new content.
 //!
 //! A VolumeSnapshotContent sync is [`content_sync::content_sync`] with the snapshot under
-//! [`content_sync::referenced_snapshot_key`]. Beyond upstream, a class added or changed re-queues at once every
-//! snapshot for which [`default_class::class_change_wakes`] says so.
+//! [`content_sync::referenced_snapshot_key`].
+//!
+//! Which snapshots a watch event queues besides the object's own key: a deleted content its snapshot
+//! ([`content_sync::snapshot_woken_by_deleted_content`]); beyond upstream, a class added or changed the snapshots
+//! waiting for it ([`default_class::snapshots_woken_by_class`]).
 
 pub mod binding;
 pub mod content_sync;

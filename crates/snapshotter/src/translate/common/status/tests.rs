@@ -219,11 +219,11 @@ fn when_the_content_sync_enqueues_the_snapshot() {
 }
 
 #[test]
-fn binary_si_sizes() {
-    // (bytes, text)
+fn restore_sizes_print_as_kubernetes_prints_them() {
+    // (bytes, text): binary-SI, below 1024 decimal-SI (`Quantity(bytes, BinarySI)` in upstream's updateSnapshotStatus)
     let table = [(0, "0"), (500, "500"), (1000, "1k"), (1023, "1023"), (1536, "1536"), (3072, "3Ki"), (1 << 30, "1Gi")];
     for (bytes, want) in table {
-        assert_eq!(restore_size_quantity(bytes).0, want, "{bytes}");
+        assert_eq!(binary_si_quantity(bytes).0, want, "{bytes}");
     }
     assert!(is_zero(&Quantity("0Gi".into())) && !is_zero(&Quantity("1k".into())));
 }

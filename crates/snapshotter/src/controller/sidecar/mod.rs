@@ -1,7 +1,8 @@
-//! csi-snapshotter's I/O half (reference §3.2): a cache of VolumeSnapshotContents and one of VolumeSnapshotClasses,
-//! one work queue keyed by content name (`csi-snapshotter-content`, upstream's name), `--worker-threads` workers and
-//! a resync every `--resync-period`. What a sync does is decided by [`crate::translate::sidecar`]; [`sync`] carries
-//! it out in the order the rules document; `writes` holds how each write reaches the API server.
+//! csi-snapshotter's I/O half (external-snapshotter pkg/sidecar-controller): a cache of VolumeSnapshotContents and one
+//! of VolumeSnapshotClasses, one work queue keyed by content name (`csi-snapshotter-content`, upstream's name),
+//! `--worker-threads` workers and a resync every `--resync-period`. What a sync does is decided by
+//! [`crate::translate::sidecar`]; [`sync`] carries it out in the order the rules document; `writes` holds how each
+//! write reaches the API server.
 //!
 //! Writes go where upstream's ClusterRole allows them: metadata (annotations, finalizers) with a merge patch on the
 //! content, the status with a merge patch on its `status` subresource. Secrets are read live when a call needs one;

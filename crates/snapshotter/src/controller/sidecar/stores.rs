@@ -1,6 +1,7 @@
-//! The watch caches and which change queues which content (reference §3.2, first paragraph). The change filter is
-//! [`crate::translate::sidecar::filter::change_needs_sync`]; which contents are ours is decided at sync time, with
-//! the class as cached then.
+//! The watch caches and which change queues which content (external-snapshotter
+//! pkg/sidecar-controller/snapshot_controller_base.go, the informer handlers of NewCSISnapshotSideCarController). The
+//! change filter is [`crate::translate::sidecar::filter::change_needs_sync`]; which contents are ours is decided at
+//! sync time, with the class as cached then.
 
 use std::sync::Arc;
 

@@ -1,4 +1,6 @@
-//! Which VolumeSnapshotContent belongs to a snapshot, and the checks that it really does (§3.1 items 4, 7, 8).
+//! Which VolumeSnapshotContent belongs to a snapshot, and the checks that it really does (external-snapshotter
+//! pkg/common-controller/snapshot_controller.go: getDynamicallyProvisionedContentFromStore,
+//! getPreprovisionedContentFromStore, checkandBindSnapshotContent, syncReadySnapshot).
 //!
 //! A pre-provisioned snapshot names its content; a dynamic one owns `snapcontent-<uid>`. Either way the content must
 //! be of the right kind (a snapshot handle for pre-provisioned, a volume handle for dynamic) and point back at the
@@ -28,7 +30,7 @@ fn misbound(content_name: &str) -> SnapshotFailure {
     SnapshotFailure::status_error(SNAPSHOT_CONTENT_MISBOUND, message.clone(), true, message)
 }
 
-/// Item 7: the content a pre-provisioned snapshot names, found (or not) in the store. `Ok(None)` is "not there"
+/// The content a pre-provisioned snapshot names, found (or not) in the store. `Ok(None)` is "not there"
 /// (see [`content_missing`]); a content that is dynamic, or points at another snapshot, is refused.
 pub fn preprovisioned_content<'a>(
     snapshot: &VolumeSnapshot,
@@ -58,7 +60,7 @@ pub fn preprovisioned_content<'a>(
     Ok(Some(content))
 }
 
-/// Item 7: the named content does not exist (yet); retried.
+/// The content a pre-provisioned snapshot names does not exist (yet); retried.
 pub fn content_missing(snapshot: &VolumeSnapshot) -> SnapshotFailure {
     SnapshotFailure::status_error(
         SNAPSHOT_CONTENT_MISSING,
@@ -72,7 +74,7 @@ pub fn content_missing(snapshot: &VolumeSnapshot) -> SnapshotFailure {
     )
 }
 
-/// Item 7: the write that binds a pre-provisioned content: `volumeSnapshotRef.uid` and, when the snapshot names a
+/// The write that binds a pre-provisioned content: `volumeSnapshotRef.uid` and, when the snapshot names a
 /// class, `volumeSnapshotClassName`. `None` when both are set already.
 pub fn bind_patch(
     snapshot: &VolumeSnapshot,
@@ -109,7 +111,7 @@ pub fn bind_patch(
     }))
 }
 
-/// Item 4: a content found under the dynamic name must be dynamic and point back at this snapshot, UID included
+/// A content found under the dynamic name must be dynamic and point back at this snapshot, UID included
 /// (a dynamic content is created with it).
 pub fn dynamic_content<'a>(
     snapshot: &VolumeSnapshot,
@@ -143,7 +145,8 @@ pub fn dynamic_content<'a>(
     Ok(Some(content))
 }
 
-/// Item 8: a ready, bound snapshot whose content is gone or no longer points back. Recorded without a retry.
+/// A ready, bound snapshot whose content is gone or no longer points back (upstream's syncReadySnapshot). Recorded
+/// without a retry.
 pub fn ready_snapshot_check(
     snapshot: &VolumeSnapshot,
     content: Option<&VolumeSnapshotContent>,

@@ -1,4 +1,6 @@
-//! Which VolumeSnapshotClass a snapshot uses (§3.1 item 1), on every sync of a VolumeSnapshot.
+//! Which VolumeSnapshotClass a snapshot uses, on every sync of a VolumeSnapshot (external-snapshotter
+//! pkg/common-controller: snapshot_controller_base.go, checkAndUpdateSnapshotClass; snapshot_controller.go,
+//! SetDefaultSnapshotClass).
 //!
 //! A named class must exist. An unnamed dynamic snapshot (not a group member) gets its driver's default class: the
 //! one class whose annotation `snapshot.storage.kubernetes.io/is-default-class` is exactly `"true"` and whose driver
@@ -150,10 +152,10 @@ mod tests {
         named.spec.volume_snapshot_class_name = Some("gold".into());
         // (rule, snapshot, lookup)
         let table = [
-            ("1: named class", named, ClassLookup::Named("gold")),
-            ("1: unnamed dynamic: default", snapshot_of_claim("ns", "snap", "uid-1", "data"), ClassLookup::Default),
-            ("1: pre-provisioned: none", snapshot_of_content("ns", "snap", "uid-1", "c"), ClassLookup::NotNeeded),
-            ("1: group member: none", member(), ClassLookup::NotNeeded),
+            ("named class", named, ClassLookup::Named("gold")),
+            ("unnamed dynamic: default", snapshot_of_claim("ns", "snap", "uid-1", "data"), ClassLookup::Default),
+            ("pre-provisioned: none", snapshot_of_content("ns", "snap", "uid-1", "c"), ClassLookup::NotNeeded),
+            ("group member: none", member(), ClassLookup::NotNeeded),
         ];
         for (rule, vs, want) in table {
             assert_eq!(class_lookup(&vs), want, "{rule}");
@@ -176,7 +178,7 @@ mod tests {
         assert!(!sync_continues_without_class(&vs));
         let mut deleting = vs;
         deleting.metadata.deletion_timestamp = Some(time(1));
-        assert!(sync_continues_without_class(&deleting), "1: a snapshot being deleted is still processed");
+        assert!(sync_continues_without_class(&deleting), "a snapshot being deleted is still processed");
     }
 
     #[test]
@@ -185,28 +187,28 @@ mod tests {
         // (rule, classes, chosen class or error text)
         let table: Vec<(&str, Vec<VolumeSnapshotClass>, Result<&str, &str>)> = vec![
             (
-                "1: the one default of the driver",
+                "the one default of the driver",
                 vec![class("a", DRIVER, Some("true"), &[]), class("b", DRIVER, None, &[])],
                 Ok("a"),
             ),
             (
-                "1: default of another driver ignored",
+                "default of another driver ignored",
                 vec![class("a", other, Some("true"), &[]), class("b", DRIVER, Some("true"), &[])],
                 Ok("b"),
             ),
             (
-                "1: value must be exactly true",
+                "value must be exactly true",
                 vec![class("a", DRIVER, Some("True"), &[])],
                 Err("cannot find default snapshot class"),
             ),
             (
-                "1: annotation false",
+                "annotation false",
                 vec![class("a", DRIVER, Some("false"), &[])],
                 Err("cannot find default snapshot class"),
             ),
-            ("1: no class at all", vec![], Err("cannot find default snapshot class")),
+            ("no class at all", vec![], Err("cannot find default snapshot class")),
             (
-                "1: several defaults are named",
+                "several defaults are named",
                 vec![class("z", DRIVER, Some("true"), &[]), class("a", DRIVER, Some("true"), &[])],
                 Err("2 default snapshot classes were found: a, z"),
             ),

@@ -1,6 +1,6 @@
-//! The snapshot-controller's rules (reference §3.1) as pure functions: plain inputs (snapshots, contents, classes,
-//! claims, volumes, flags) to plain outputs (decisions, objects to create, patches with an `apply`, events with
-//! upstream's reasons and texts). No I/O.
+//! The snapshot-controller's rules (external-snapshotter pkg/common-controller) as pure functions: plain inputs
+//! (snapshots, contents, classes, claims, volumes, flags) to plain outputs (decisions, objects to create, patches with
+//! an `apply`, events with upstream's reasons and texts). No I/O.
 //!
 //! A VolumeSnapshot sync, as a controller drives it (each failure is a [`status_error::SnapshotFailure`]: record it
 //! with `record_on`, which skips the write and event when the same message is already set, and retry when it says

@@ -1,4 +1,5 @@
-//! The content's status carried to the snapshot (§3.1 item 6), and the events of the first creation and readiness.
+//! The content's status carried to the snapshot, and the events of the first creation and readiness
+//! (external-snapshotter pkg/common-controller/snapshot_controller.go, updateSnapshotStatus).
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -83,8 +84,8 @@ pub fn snapshot_status(
     }
 }
 
-/// Item 6, content side: whether the content's status says something the snapshot's does not yet, so the content
-/// sync enqueues the snapshot.
+/// Whether the content's status says something the snapshot's does not yet, so the content sync enqueues the
+/// snapshot (upstream's needsUpdateSnapshotStatus).
 ///
 /// Unlike upstream, an error on the content that the snapshot does not show yet counts too. Upstream looks at the
 /// bound name, creation time, readiness and size only, so a csi-snapshotter error written after the snapshot's last

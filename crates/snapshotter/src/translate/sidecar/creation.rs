@@ -1,4 +1,5 @@
-//! Cutting a snapshot (reference §3.2 item 2): the CreateSnapshot request and the annotation written before it.
+//! Cutting a snapshot: the CreateSnapshot request and the annotation written before it (external-snapshotter
+//! pkg/sidecar-controller/snapshot_controller.go, createSnapshotWrapper).
 //!
 //! Everything the request needs is checked before anything is written: a content whose request cannot be built gets
 //! no being-created annotation, so it stays deletable. (Upstream writes the annotation before it strips the class

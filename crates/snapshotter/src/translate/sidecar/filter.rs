@@ -1,5 +1,6 @@
-//! Which VolumeSnapshotContents the sidecar handles, and which of their update events start a sync (reference §3.2,
-//! first paragraph).
+//! Which VolumeSnapshotContents the sidecar handles, and which of their update events start a sync
+//! (external-snapshotter pkg/sidecar-controller/snapshot_controller_base.go, isDriverMatch; pkg/utils/util.go,
+//! ShouldEnqueueContentChange).
 //!
 //! Most updates of a content are the sidecar's own writes (status, the being-created annotation) or the
 //! snapshot-controller's finalizer: syncing on each of them would call the driver again at once instead of after the

@@ -1,5 +1,6 @@
-//! What the driver's answer does to a content (reference §3.2 items 2e, 2f and 3): the status to write, whether the
-//! being-created annotation goes, the event, and whether to look again.
+//! What the driver's answer does to a content: the status to write, whether the being-created annotation goes, the
+//! event, and whether to look again (external-snapshotter pkg/sidecar-controller/snapshot_controller.go:
+//! createSnapshotWrapper, updateSnapshotContentStatus, isCSIFinalError).
 
 use csi_client::proto::Snapshot;
 use csi_client::{Call, CallError};

@@ -8,6 +8,8 @@
 //!   pkg/sidecar-controller).
 //! - [`flags`]: the command lines of both (upstream: cmd/snapshot-controller/main.go, cmd/csi-snapshotter/main.go).
 //! - [`controller`]: the I/O halves: watches, queues, driver calls and writes.
+//! - [`start`]: the wiring of both: checked flags, then the loops on a started runtime.
 pub mod controller;
 pub mod flags;
+pub mod start;
 pub mod translate;

@@ -84,7 +84,7 @@ impl RemovedArgs {
 
 /// Parses `argv` (without the program name) as `program` would, Go forms included.
 #[cfg(test)]
-fn parse_as<P: clap::Parser>(program: &str, argv: &[&str]) -> Result<P, clap::Error> {
+pub(crate) fn parse_as<P: clap::Parser>(program: &str, argv: &[&str]) -> Result<P, clap::Error> {
     sidecar_runtime::flags::try_parse_from(std::iter::once(program).chain(argv.iter().copied()))
 }
 

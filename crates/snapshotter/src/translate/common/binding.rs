@@ -9,7 +9,9 @@
 use kube::ResourceExt;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent};
 
-use super::names::{content_points_back, dynamic_content_name, snapshot_key};
+use super::names::{
+    bound_content_name, content_points_back, dynamic_content_name, parent_group_snapshot, snapshot_key,
+};
 use super::patch::ContentPatch;
 use super::reasons::{
     SNAPSHOT_BIND_FAILED, SNAPSHOT_CONTENT_MISBOUND, SNAPSHOT_CONTENT_MISMATCH, SNAPSHOT_CONTENT_MISSING,
@@ -22,6 +24,33 @@ pub fn expected_content_name(snapshot: &VolumeSnapshot) -> String {
     match snapshot.spec.source.volume_snapshot_content_name.as_deref() {
         Some(name) => name.to_string(),
         None => dynamic_content_name(snapshot),
+    }
+}
+
+/// The name under which the snapshot's content is read from the store. A group member's content is the one its group
+/// made, named in the member's status (it is never created here: the group snapshotter writes that status right
+/// after creating both), so there is none to read until then; any other snapshot's is [`expected_content_name`].
+pub fn content_to_read(snapshot: &VolumeSnapshot) -> Option<String> {
+    match parent_group_snapshot(snapshot) {
+        Some(_) => bound_content_name(snapshot).map(str::to_string),
+        None => Some(expected_content_name(snapshot)),
+    }
+}
+
+/// The content read under [`content_to_read`] (`stored`), as the rule of the snapshot's kind accepts it: a
+/// pre-provisioned snapshot's ([`preprovisioned_content`]), a group member's as its group bound it, or a dynamic
+/// one's ([`dynamic_content`]). `preprovisioned`: the snapshot's source names a content.
+pub fn accepted_content<'a>(
+    snapshot: &VolumeSnapshot,
+    preprovisioned: bool,
+    stored: Option<&'a VolumeSnapshotContent>,
+) -> Result<Option<&'a VolumeSnapshotContent>, SnapshotFailure> {
+    if preprovisioned {
+        preprovisioned_content(snapshot, stored)
+    } else if parent_group_snapshot(snapshot).is_some() {
+        Ok(stored)
+    } else {
+        dynamic_content(snapshot, stored)
     }
 }
 

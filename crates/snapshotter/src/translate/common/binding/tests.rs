@@ -147,3 +147,73 @@ fn ready_snapshot_recheck() {
         assert_eq!(outcome(result), want, "{rule}");
     }
 }
+
+/// A dynamic snapshot made by the group `group`, with the content its group bound it to (if any) in its status.
+fn member(bound: Option<&str>) -> VolumeSnapshot {
+    let mut vs = snapshot_of_claim("ns", "member", "uid-m", "data");
+    vs.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+        api_version: "groupsnapshot.storage.k8s.io/v1".into(),
+        kind: "VolumeGroupSnapshot".into(),
+        name: "group".into(),
+        uid: "g".into(),
+        ..Default::default()
+    }]);
+    vs.status = bound.map(|name| snapshot_api::VolumeSnapshotStatus {
+        bound_volume_snapshot_content_name: Some(name.into()),
+        ..Default::default()
+    });
+    vs
+}
+
+#[test]
+fn the_content_that_belongs_to_a_snapshot() {
+    // (rule, snapshot, name read from the store)
+    let names = [
+        ("dynamic: its own content name", snapshot_of_claim("ns", "snap", "uid-1", "data"), Some("snapcontent-uid-1")),
+        ("pre-provisioned: the content it names", snapshot_of_content("ns", "snap", "uid-1", "c"), Some("c")),
+        ("group member: the content its group bound it to", member(Some("snapcontent-m")), Some("snapcontent-m")),
+        ("group member not bound yet: nothing to read", member(None), None),
+    ];
+    for (rule, vs, want) in names {
+        assert_eq!(content_to_read(&vs).as_deref(), want, "{rule}");
+    }
+
+    let dynamic = snapshot_of_claim("ns", "snap", "uid-1", "data");
+    let preprovisioned = snapshot_of_content("ns", "snap", "uid-1", "c");
+    let own = content_for("snapcontent-uid-1", "ns", "snap", "uid-1", ContentSourceKind::Volume);
+    let named = content_for("c", "ns", "snap", "", ContentSourceKind::Snapshot);
+    // A member's content points at the member, but is taken as the group bound it without the dynamic checks.
+    let members = content_for("snapcontent-m", "ns", "other", "", ContentSourceKind::Volume);
+    let mismatch = |text: &str| Some(("SnapshotContentMismatch", text.to_string()));
+    // (rule, snapshot, pre-provisioned, content in the store, refusal, accepted)
+    let table = [
+        ("dynamic, its content", &dynamic, false, Some(&own), None, true),
+        ("dynamic, nothing yet", &dynamic, false, None, None, false),
+        (
+            "dynamic, a pre-provisioned content",
+            &dynamic,
+            false,
+            Some(&named),
+            mismatch("VolumeSnapshotContent c is pre-provisioned while expecting a dynamically provisioned one"),
+            false,
+        ),
+        ("pre-provisioned, its content", &preprovisioned, true, Some(&named), None, true),
+        ("pre-provisioned, missing: no refusal by itself", &preprovisioned, true, None, None, false),
+        (
+            "pre-provisioned, a dynamic content",
+            &preprovisioned,
+            true,
+            Some(&own),
+            mismatch("VolumeSnapshotContent is dynamically provisioned while expecting a pre-provisioned one"),
+            false,
+        ),
+    ];
+    for (rule, vs, preprovisioned, stored, refusal, accepted) in table {
+        let result = accepted_content(vs, preprovisioned, stored);
+        assert_eq!(result.as_ref().ok().is_some_and(|c| c.is_some()), accepted, "{rule}");
+        assert_eq!(outcome(result), refusal, "{rule}");
+    }
+    let vs = member(Some("snapcontent-m"));
+    assert_eq!(accepted_content(&vs, false, Some(&members)), Ok(Some(&members)), "group member: as its group bound it");
+    assert_eq!(accepted_content(&vs, false, None), Ok(None), "group member: nothing yet");
+}

@@ -4,9 +4,12 @@
 //!   content of a dynamic snapshot, keeps the finalizers and carries the content's status back to the snapshot;
 //! - **csi-snapshotter** (beside each driver) cuts and deletes the snapshots of its driver's contents.
 //!
-//! - [`translate`]: the pure rules of both (reference: ../shared/reference/external-snapshotter.md §3).
-//! - [`flags`]: the command lines of both (reference §2).
+//! - [`translate`]: the pure rules of both (upstream: kubernetes-csi/external-snapshotter pkg/common-controller and
+//!   pkg/sidecar-controller).
+//! - [`flags`]: the command lines of both (upstream: cmd/snapshot-controller/main.go, cmd/csi-snapshotter/main.go).
 //! - [`controller`]: the I/O halves: watches, queues, driver calls and writes.
+//! - [`start`]: the wiring of both: checked flags, then the loops on a started runtime.
 pub mod controller;
 pub mod flags;
+pub mod start;
 pub mod translate;

@@ -1,4 +1,4 @@
-//! The snapshot-controller command line (reference §2.1).
+//! The snapshot-controller command line (external-snapshotter cmd/snapshot-controller/main.go).
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
-//! The command lines of the two snapshot binaries, with upstream names, defaults and Go syntax (reference §2):
+//! The command lines of the two snapshot binaries, with upstream names, defaults and Go syntax:
 //!
-//! - [`controller`]: snapshot-controller (§2.1);
-//! - [`sidecar`]: csi-snapshotter (§2.2).
+//! - [`controller`]: snapshot-controller (external-snapshotter cmd/snapshot-controller/main.go);
+//! - [`sidecar`]: csi-snapshotter (external-snapshotter cmd/csi-snapshotter/main.go).
 //!
 //! Both flatten the runtime's [`CommonArgs`](sidecar_runtime::CommonArgs), which is csi-lib-utils' set. Upstream's
 //! snapshot-controller registers plain Go flags instead, without `--csi-address`, `--master`,
@@ -84,7 +84,7 @@ impl RemovedArgs {
 
 /// Parses `argv` (without the program name) as `program` would, Go forms included.
 #[cfg(test)]
-fn parse_as<P: clap::Parser>(program: &str, argv: &[&str]) -> Result<P, clap::Error> {
+pub(crate) fn parse_as<P: clap::Parser>(program: &str, argv: &[&str]) -> Result<P, clap::Error> {
     sidecar_runtime::flags::try_parse_from(std::iter::once(program).chain(argv.iter().copied()))
 }
 

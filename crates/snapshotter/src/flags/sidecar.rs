@@ -1,4 +1,5 @@
-//! The csi-snapshotter command line (reference §2.2).
+//! The csi-snapshotter command line (external-snapshotter cmd/csi-snapshotter/main.go, and csi-lib-utils'
+//! standardflags).
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! The snapshot rules as pure functions: plain inputs (snapshots, contents, classes, claims, volumes, CSI answers,
 //! flags) to plain outputs (decisions, objects and patches to write, CSI requests, events). No I/O.
 //!
-//! - [`common`]: the snapshot-controller's rules (reference §3.1).
-//! - [`sidecar`]: csi-snapshotter's rules (reference §3.2).
+//! - [`common`]: the snapshot-controller's rules (external-snapshotter pkg/common-controller).
+//! - [`sidecar`]: csi-snapshotter's rules (external-snapshotter pkg/sidecar-controller).
 
 pub mod common;
 pub mod sidecar;

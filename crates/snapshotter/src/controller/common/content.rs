@@ -2,6 +2,8 @@
 //! when their snapshot is being deleted, and wakes the snapshot when the content has news for it; it never deletes a
 //! content ([`crate::translate::common::content_sync`]).
 
+use std::sync::Arc;
+
 use kube::ResourceExt;
 use sidecar_runtime::Outcome;
 
@@ -9,8 +11,8 @@ use super::Shared;
 use crate::translate::common::content_sync::{ContentSync, content_sync, referenced_snapshot_key};
 
 /// One run of a content key.
-pub(super) async fn sync_content(shared: &Shared, name: &str) -> Outcome {
-    let Some(content) = shared.stores.content(name) else { return Outcome::Done };
+pub(super) async fn sync_content(shared: Arc<Shared>, name: String) -> Outcome {
+    let Some(content) = shared.stores.content(&name) else { return Outcome::Done };
     let snapshot_key = referenced_snapshot_key(&content);
     let snapshot = shared.stores.snapshot(&snapshot_key);
     let write = match content_sync(&content, snapshot.as_deref()) {

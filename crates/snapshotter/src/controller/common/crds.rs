@@ -1,5 +1,6 @@
-//! At startup the snapshot-controller waits for the snapshot CRDs (reference §2.1): it lists each kind with
-//! `limit=1` until that works, backing off from 100 ms by 1.5 (at least 1 s between tries) for at most
+//! At startup the snapshot-controller waits for the snapshot CRDs (external-snapshotter
+//! cmd/snapshot-controller/main.go, ensureCustomResourceDefinitionsExist): it lists each kind with `limit=1` until
+//! that works, backing off from 100 ms by 1.5 (at least 1 s between tries) for at most
 //! `--retry-crd-interval-max`, then gives up. The one-item list keeps the check cheap with many snapshots.
 
 use std::time::Duration;

@@ -19,12 +19,10 @@ mod writes;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::ResourceExt;
 use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 use crate::translate::common::dynamic_content::ContentOptions;
-use crate::translate::common::names::snapshot_key;
 use metrics::SnapshotMetrics;
 use stores::{Feeds, Stores};
 
@@ -81,14 +79,10 @@ impl Controller {
         let shared = self.shared;
         let (workers, period) = (shared.options.workers, shared.options.resync_period);
         Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
-            .queue(
-                &shared.snapshots,
-                workers,
-                |shared, key| async move { snapshot::sync_snapshot(&shared, &key).await },
-            )
-            .resync(period, |shared| shared.stores.snapshots.state().iter().map(|s| snapshot_key(s)).collect())
-            .queue(&shared.contents, workers, |shared, name| async move { content::sync_content(&shared, &name).await })
-            .resync(period, |shared| shared.stores.contents.state().iter().map(|c| c.name_any()).collect())
+            .queue(&shared.snapshots, workers, snapshot::sync_snapshot)
+            .resync(period, |shared| shared.stores.snapshot_keys())
+            .queue(&shared.contents, workers, content::sync_content)
+            .resync(period, |shared| shared.stores.content_names())
             .serve(&stop)
             .await;
     }

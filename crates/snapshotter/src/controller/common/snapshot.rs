@@ -13,7 +13,7 @@ use super::Shared;
 use super::metrics::{CREATE_SNAPSHOT, CREATE_SNAPSHOT_AND_READY, DELETE_SNAPSHOT, DYNAMIC, PRE_PROVISIONED};
 use super::writes::{Retry, api_error_text};
 use crate::translate::common::binding::{
-    bind_patch, content_missing, dynamic_content, expected_content_name, preprovisioned_content, ready_snapshot_check,
+    accepted_content, bind_patch, content_missing, content_to_read, ready_snapshot_check,
 };
 use crate::translate::common::default_class::{
     ClassLookup, class_lookup, class_missing, default_class, default_class_failed, sync_continues_without_class,
@@ -39,9 +39,9 @@ fn snapshot_type(snapshot: &VolumeSnapshot) -> &'static str {
 }
 
 /// One run of a snapshot key.
-pub(super) async fn sync_snapshot(shared: &Shared, key: &str) -> Outcome {
-    let Some(snapshot) = shared.stores.snapshot(key) else { return Outcome::Done };
-    match sync(shared, (*snapshot).clone()).await {
+pub(super) async fn sync_snapshot(shared: Arc<Shared>, key: String) -> Outcome {
+    let Some(snapshot) = shared.stores.snapshot(&key) else { return Outcome::Done };
+    match sync(&shared, (*snapshot).clone()).await {
         Ok(()) => Outcome::Done,
         Err(Retry(error)) => {
             tracing::info!(snapshot = %key, %error, "snapshot sync failed, retrying");
@@ -82,21 +82,9 @@ async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry
         Ok(source) => matches!(source, SnapshotSource::Content(_)),
         Err(failure) => return shared.fail(&snapshot, failure).await,
     };
-    // A group member's content is the one its group made, named in its status; it is never created here (the
-    // group snapshotter writes that status right after creating both).
     let group = parent_group_snapshot(&snapshot).map(str::to_string);
-    let stored = match &group {
-        Some(_) => bound_content_name(&snapshot).and_then(|name| shared.stores.content(name)),
-        None => shared.stores.content(&expected_content_name(&snapshot)),
-    };
-    let accepted = if preprovisioned {
-        preprovisioned_content(&snapshot, stored.as_deref())
-    } else if group.is_some() {
-        Ok(stored.as_deref())
-    } else {
-        dynamic_content(&snapshot, stored.as_deref())
-    };
-    let content = match accepted {
+    let stored = content_to_read(&snapshot).and_then(|name| shared.stores.content(&name));
+    let content = match accepted_content(&snapshot, preprovisioned, stored.as_deref()) {
         Ok(content) => content.cloned(),
         Err(failure) => return shared.fail(&snapshot, failure).await,
     };

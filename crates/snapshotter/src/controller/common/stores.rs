@@ -1,4 +1,5 @@
-//! The snapshot-controller's caches, and which change queues which key.
+//! The snapshot-controller's caches, and which change queues which key: the handlers only route, the rules of
+//! which snapshot a change wakes are [`crate::translate::common`]'s.
 
 use std::sync::Arc;
 
@@ -9,8 +10,8 @@ use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
-use crate::translate::common::content_sync::referenced_snapshot_key;
-use crate::translate::common::default_class::class_change_wakes;
+use crate::translate::common::content_sync::snapshot_woken_by_deleted_content;
+use crate::translate::common::default_class::snapshots_woken_by_class;
 use crate::translate::common::names::snapshot_key;
 
 /// Read-only views of the caches.
@@ -64,6 +65,16 @@ impl Stores {
         self.claims.state().into_iter().filter(|c| c.namespace().as_deref() == Some(namespace)).collect()
     }
 
+    /// Every cached snapshot's queue key, for the resync.
+    pub fn snapshot_keys(&self) -> Vec<String> {
+        self.snapshots.state().iter().map(|s| snapshot_key(s)).collect()
+    }
+
+    /// Every cached content's queue key, for the resync.
+    pub fn content_names(&self) -> Vec<String> {
+        self.contents.state().iter().map(|c| c.name_any()).collect()
+    }
+
     /// The snapshots of one namespace.
     pub fn snapshots_in(&self, namespace: &str) -> Vec<Arc<VolumeSnapshot>> {
         self.snapshots.state().into_iter().filter(|s| s.namespace().as_deref() == Some(namespace)).collect()
@@ -88,23 +99,21 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let s = shared.clone();
     watches.watch(feeds.contents, Api::all(client.clone()), move |change| match change {
         Change::Applied { object, .. } => s.contents.add(object.name_any()),
-        // A snapshot keeps its bound finalizer until its Delete content is gone: this brings it back.
         Change::Deleted(object) => {
             s.contents.forget(&object.name_any());
-            s.snapshots.add(referenced_snapshot_key(object));
+            s.snapshots.add(snapshot_woken_by_deleted_content(object));
         }
         Change::Listed => {}
     });
 
     let s = shared.clone();
     watches.watch(feeds.classes, Api::all(client.clone()), move |change| {
-        // Beyond upstream: snapshots waiting for this class go on at once, not at their next backoff step.
+        // A live change only: the initial list queues every snapshot anyway.
         if let Change::Applied { object: class, listed: false, .. } = change {
-            for snapshot in s.stores.snapshots.state() {
-                if class_change_wakes(class, &snapshot) {
-                    s.snapshots.add(snapshot_key(&snapshot));
-                }
-            }
+            let snapshots = s.stores.snapshots.state();
+            snapshots_woken_by_class(class, snapshots.iter().map(|v| &**v))
+                .into_iter()
+                .for_each(|key| s.snapshots.add(key));
         }
     });
 

@@ -1,7 +1,8 @@
-//! csi-snapshotter's I/O half (reference §3.2): a cache of VolumeSnapshotContents and one of VolumeSnapshotClasses,
-//! one work queue keyed by content name (`csi-snapshotter-content`, upstream's name), `--worker-threads` workers and
-//! a resync every `--resync-period`. What a sync does is decided by [`crate::translate::sidecar`]; [`sync`] carries
-//! it out in the order the rules document.
+//! csi-snapshotter's I/O half (external-snapshotter pkg/sidecar-controller): a cache of VolumeSnapshotContents and one
+//! of VolumeSnapshotClasses, one work queue keyed by content name (`csi-snapshotter-content`, upstream's name),
+//! `--worker-threads` workers and a resync every `--resync-period`. What a sync does is decided by
+//! [`crate::translate::sidecar`]; [`sync`] carries it out in the order the rules document; `writes` holds how each
+//! write reaches the API server.
 //!
 //! Writes go where upstream's ClusterRole allows them: metadata (annotations, finalizers) with a merge patch on the
 //! content, the status with a merge patch on its `status` subresource. Secrets are read live when a call needs one;
@@ -9,24 +10,17 @@
 
 mod stores;
 mod sync;
+mod writes;
 
-use sidecar_runtime::watch::CacheProvider;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use csi_client::CsiClient;
-use kube::Api;
-use kube::api::{Patch, PatchParams};
-use sidecar_runtime::api_error::api_error_text as api_text;
-use sidecar_runtime::secrets::secret_data;
-use sidecar_runtime::{EventRecorder, Loop, PlannedEvent, QueueMetrics, RetryPolicy, WorkQueue};
-use snapshot_api::VolumeSnapshotContent;
+use sidecar_runtime::watch::CacheProvider;
+use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
 use crate::translate::sidecar::Snapshotter;
-use crate::translate::sidecar::patch::{ContentPatch, ContentStatusPatch};
-use crate::translate::sidecar::secrets::SecretRef;
 use stores::{Feeds, Stores};
 
 /// Upstream's name of the content queue (the `name` label of the `workqueue_*` metrics).
@@ -82,60 +76,9 @@ impl Controller {
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
         Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
-            .queue(&shared.queue, shared.options.workers, |shared: Arc<Shared>, name: String| async move {
-                shared.sync(&name).await
-            })
-            .resync(shared.options.resync_period, |shared| {
-                shared.stores.contents.state().iter().map(|c| stores::content_name(c)).collect()
-            })
+            .queue(&shared.queue, shared.options.workers, sync::sync)
+            .resync(shared.options.resync_period, |shared| shared.stores.content_names())
             .serve(&stop)
             .await;
     }
-}
-
-impl Shared {
-    fn contents(&self) -> Api<VolumeSnapshotContent> {
-        Api::all(self.client.clone())
-    }
-
-    /// Writes `patch` to the content's metadata; returns the content as stored.
-    async fn patch_content(
-        &self,
-        content: &VolumeSnapshotContent,
-        patch: &ContentPatch,
-    ) -> Result<VolumeSnapshotContent, kube::Error> {
-        let name = stores::content_name(content);
-        self.contents().patch(&name, &PatchParams::default(), &Patch::Merge(patch.merge_patch())).await
-    }
-
-    /// Writes `patch` through the content's `status` subresource; returns the content as stored.
-    async fn patch_status(
-        &self,
-        content: &VolumeSnapshotContent,
-        patch: &ContentStatusPatch,
-    ) -> Result<VolumeSnapshotContent, kube::Error> {
-        let name = stores::content_name(content);
-        self.contents().patch_status(&name, &PatchParams::default(), &Patch::Merge(patch.merge_patch())).await
-    }
-
-    async fn publish(&self, content: &VolumeSnapshotContent, event: &PlannedEvent) {
-        self.events.record(content, event).await;
-    }
-
-    /// The data of the referenced Secret, read live (as upstream: no Secret cache, so the sidecar needs `get` on
-    /// Secrets only when a class names one). The error names the Secret, never its data.
-    async fn secret_data(&self, reference: Option<&SecretRef>) -> Result<HashMap<String, String>, String> {
-        let Some(reference) = reference else { return Ok(HashMap::new()) };
-        secret_data(&self.client, &reference.namespace, &reference.name).await.map_err(|e| {
-            format!("error getting secret {} in namespace {}: {}", reference.name, reference.namespace, api_text(&e))
-        })
-    }
-}
-
-fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409)
-}
-
-fn is_not_found(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 404)
 }

@@ -1,6 +1,7 @@
-//! The watch caches and which change queues which content (reference §3.2, first paragraph). The update filter is
-//! [`crate::translate::sidecar::filter::update_needs_sync`]; which contents are ours is decided at sync time, with
-//! the class as cached then.
+//! The watch caches and which change queues which content (external-snapshotter
+//! pkg/sidecar-controller/snapshot_controller_base.go, the informer handlers of NewCSISnapshotSideCarController). The
+//! change filter is [`crate::translate::sidecar::filter::change_needs_sync`]; which contents are ours is decided at
+//! sync time, with the class as cached then.
 
 use std::sync::Arc;
 
@@ -11,7 +12,8 @@ use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
-use crate::translate::sidecar::filter::{node_label_selector, update_needs_sync};
+use crate::translate::sidecar::content::content_name;
+use crate::translate::sidecar::filter::{change_needs_sync, contents_woken_by_class, node_label_selector};
 
 /// Read-only views of the caches.
 pub struct Stores {
@@ -45,11 +47,11 @@ impl Stores {
     pub fn class(&self, name: &str) -> Option<Arc<VolumeSnapshotClass>> {
         self.classes.get(&ObjectRef::new(name))
     }
-}
 
-/// The queue key of a content: its name (contents are cluster-scoped).
-pub fn content_name(content: &VolumeSnapshotContent) -> String {
-    content.metadata.name.clone().unwrap_or_default()
+    /// Every cached content's queue key, for the resync.
+    pub fn content_names(&self) -> Vec<String> {
+        self.contents.state().iter().map(|c| content_name(c)).collect()
+    }
 }
 
 /// The watches feeding the caches and the queue.
@@ -60,7 +62,7 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let s = shared.clone();
     watches.watch(feeds.contents, Api::all(client.clone()), move |change| match change {
         Change::Applied { old, object: content, .. } => {
-            if old.is_none_or(|old| update_needs_sync(&old, content)) {
+            if change_needs_sync(old.as_deref(), content) {
                 s.queue.add(content_name(content));
             }
         }
@@ -70,16 +72,12 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
 
     let s = shared.clone();
     watches.watch(feeds.classes, Api::all(client), move |change| {
-        // A content whose class was not cached yet (its create failed with "not found") goes on when it appears.
+        // A live change only: the initial list queues every content anyway.
         if let Change::Applied { object: class, listed: false, .. } = change {
-            let name = class.metadata.name.as_deref().unwrap_or_default();
-            for content in s.stores.contents.state() {
-                let waiting = content.spec.volume_snapshot_class_name.as_deref() == Some(name)
-                    && content.status.as_ref().and_then(|s| s.ready_to_use) != Some(true);
-                if waiting {
-                    s.queue.add(content_name(&content));
-                }
-            }
+            let contents = s.stores.contents.state();
+            contents_woken_by_class(class, contents.iter().map(|c| &**c))
+                .into_iter()
+                .for_each(|name| s.queue.add(name));
         }
     });
     watches

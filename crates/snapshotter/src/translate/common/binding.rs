@@ -1,4 +1,6 @@
-//! Which VolumeSnapshotContent belongs to a snapshot, and the checks that it really does (§3.1 items 4, 7, 8).
+//! Which VolumeSnapshotContent belongs to a snapshot, and the checks that it really does (external-snapshotter
+//! pkg/common-controller/snapshot_controller.go: getDynamicallyProvisionedContentFromStore,
+//! getPreprovisionedContentFromStore, checkandBindSnapshotContent, syncReadySnapshot).
 //!
 //! A pre-provisioned snapshot names its content; a dynamic one owns `snapcontent-<uid>`. Either way the content must
 //! be of the right kind (a snapshot handle for pre-provisioned, a volume handle for dynamic) and point back at the
@@ -7,7 +9,9 @@
 use kube::ResourceExt;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent};
 
-use super::names::{content_points_back, dynamic_content_name, snapshot_key};
+use super::names::{
+    bound_content_name, content_points_back, dynamic_content_name, parent_group_snapshot, snapshot_key,
+};
 use super::patch::ContentPatch;
 use super::reasons::{
     SNAPSHOT_BIND_FAILED, SNAPSHOT_CONTENT_MISBOUND, SNAPSHOT_CONTENT_MISMATCH, SNAPSHOT_CONTENT_MISSING,
@@ -23,12 +27,39 @@ pub fn expected_content_name(snapshot: &VolumeSnapshot) -> String {
     }
 }
 
+/// The name under which the snapshot's content is read from the store. A group member's content is the one its group
+/// made, named in the member's status (it is never created here: the group snapshotter writes that status right
+/// after creating both), so there is none to read until then; any other snapshot's is [`expected_content_name`].
+pub fn content_to_read(snapshot: &VolumeSnapshot) -> Option<String> {
+    match parent_group_snapshot(snapshot) {
+        Some(_) => bound_content_name(snapshot).map(str::to_string),
+        None => Some(expected_content_name(snapshot)),
+    }
+}
+
+/// The content read under [`content_to_read`] (`stored`), as the rule of the snapshot's kind accepts it: a
+/// pre-provisioned snapshot's ([`preprovisioned_content`]), a group member's as its group bound it, or a dynamic
+/// one's ([`dynamic_content`]). `preprovisioned`: the snapshot's source names a content.
+pub fn accepted_content<'a>(
+    snapshot: &VolumeSnapshot,
+    preprovisioned: bool,
+    stored: Option<&'a VolumeSnapshotContent>,
+) -> Result<Option<&'a VolumeSnapshotContent>, SnapshotFailure> {
+    if preprovisioned {
+        preprovisioned_content(snapshot, stored)
+    } else if parent_group_snapshot(snapshot).is_some() {
+        Ok(stored)
+    } else {
+        dynamic_content(snapshot, stored)
+    }
+}
+
 fn misbound(content_name: &str) -> SnapshotFailure {
     let message = format!("VolumeSnapshotContent [{content_name}] is bound to a different snapshot");
     SnapshotFailure::status_error(SNAPSHOT_CONTENT_MISBOUND, message.clone(), true, message)
 }
 
-/// Item 7: the content a pre-provisioned snapshot names, found (or not) in the store. `Ok(None)` is "not there"
+/// The content a pre-provisioned snapshot names, found (or not) in the store. `Ok(None)` is "not there"
 /// (see [`content_missing`]); a content that is dynamic, or points at another snapshot, is refused.
 pub fn preprovisioned_content<'a>(
     snapshot: &VolumeSnapshot,
@@ -58,7 +89,7 @@ pub fn preprovisioned_content<'a>(
     Ok(Some(content))
 }
 
-/// Item 7: the named content does not exist (yet); retried.
+/// The content a pre-provisioned snapshot names does not exist (yet); retried.
 pub fn content_missing(snapshot: &VolumeSnapshot) -> SnapshotFailure {
     SnapshotFailure::status_error(
         SNAPSHOT_CONTENT_MISSING,
@@ -72,7 +103,7 @@ pub fn content_missing(snapshot: &VolumeSnapshot) -> SnapshotFailure {
     )
 }
 
-/// Item 7: the write that binds a pre-provisioned content: `volumeSnapshotRef.uid` and, when the snapshot names a
+/// The write that binds a pre-provisioned content: `volumeSnapshotRef.uid` and, when the snapshot names a
 /// class, `volumeSnapshotClassName`. `None` when both are set already.
 pub fn bind_patch(
     snapshot: &VolumeSnapshot,
@@ -109,7 +140,7 @@ pub fn bind_patch(
     }))
 }
 
-/// Item 4: a content found under the dynamic name must be dynamic and point back at this snapshot, UID included
+/// A content found under the dynamic name must be dynamic and point back at this snapshot, UID included
 /// (a dynamic content is created with it).
 pub fn dynamic_content<'a>(
     snapshot: &VolumeSnapshot,
@@ -143,7 +174,8 @@ pub fn dynamic_content<'a>(
     Ok(Some(content))
 }
 
-/// Item 8: a ready, bound snapshot whose content is gone or no longer points back. Recorded without a retry.
+/// A ready, bound snapshot whose content is gone or no longer points back (upstream's syncReadySnapshot). Recorded
+/// without a retry.
 pub fn ready_snapshot_check(
     snapshot: &VolumeSnapshot,
     content: Option<&VolumeSnapshotContent>,

@@ -1,4 +1,5 @@
-//! The snapshot-controller's sync of a VolumeSnapshotContent (§3.1 item 9). It never deletes a content: a content
+//! The snapshot-controller's sync of a VolumeSnapshotContent (external-snapshotter
+//! pkg/common-controller/snapshot_controller.go, syncContent). It never deletes a content: a content
 //! whose snapshot is missing may be a copy of another cluster's objects, and deleting it would delete the storage
 //! snapshot too. It only protects bound contents and tells csi-snapshotter when their snapshot is being deleted.
 
@@ -35,6 +36,13 @@ pub enum ContentSync {
 pub fn referenced_snapshot_key(content: &VolumeSnapshotContent) -> String {
     let reference = &content.spec.volume_snapshot_ref;
     format!("{}/{}", reference.namespace.as_deref().unwrap_or_default(), reference.name.as_deref().unwrap_or_default())
+}
+
+/// The snapshot (`namespace/name` key) to sync again when `content` is deleted: a snapshot keeps its bound finalizer
+/// until its Delete content is gone, and this brings it back to drop it (external-snapshotter
+/// pkg/common-controller/snapshot_controller_base.go, deleteContent).
+pub fn snapshot_woken_by_deleted_content(content: &VolumeSnapshotContent) -> String {
+    referenced_snapshot_key(content)
 }
 
 /// The sync of `content`, with the snapshot found under [`referenced_snapshot_key`] (if any).
@@ -137,37 +145,37 @@ mod tests {
         let quiet = ContentSync::Bound { enqueue_snapshot: false, being_deleted: None };
         // (rule, content, snapshot, decision)
         let table: Vec<(&str, &VolumeSnapshotContent, Option<VolumeSnapshot>, ContentSync)> = vec![
-            ("9: both handles", &both, None, invalid.clone()),
-            ("9: no handle", &neither, None, invalid),
-            ("9: pre-bound: nothing", &prebound, None, ContentSync::PreBound),
-            ("9: snapshot missing: never deleted", &bound, None, quiet.clone()),
-            ("9: snapshot of another uid counts as missing", &bound, Some(deleting("uid-2")), quiet.clone()),
+            ("both handles", &both, None, invalid.clone()),
+            ("no handle", &neither, None, invalid),
+            ("pre-bound: nothing", &prebound, None, ContentSync::PreBound),
+            ("snapshot missing: never deleted", &bound, None, quiet.clone()),
+            ("snapshot of another uid counts as missing", &bound, Some(deleting("uid-2")), quiet.clone()),
             (
-                "9: snapshot being deleted: content marked",
+                "snapshot being deleted: content marked",
                 &bound,
                 Some(deleting("uid-1")),
                 ContentSync::Bound { enqueue_snapshot: false, being_deleted: mark },
             ),
             (
-                "9: already marked",
+                "already marked",
                 &annotated,
                 Some(deleting("uid-1")),
                 ContentSync::Bound { enqueue_snapshot: false, being_deleted: None },
             ),
             (
-                "9: deletionTimestamp without finalizers: not a candidate",
+                "deletionTimestamp without finalizers: not a candidate",
                 &bound,
                 Some(deleting_without_finalizers),
                 ContentSync::Bound { enqueue_snapshot: false, being_deleted: None },
             ),
-            ("9: content without status: snapshot not enqueued", &bound, Some(live.clone()), quiet.clone()),
+            ("content without status: snapshot not enqueued", &bound, Some(live.clone()), quiet.clone()),
             (
                 "6/9: content status ahead of the snapshot: enqueued",
                 &with_status,
                 Some(live),
                 ContentSync::Bound { enqueue_snapshot: true, being_deleted: None },
             ),
-            ("9: content being deleted gets no finalizer", &deleted_without_finalizer, None, quiet),
+            ("content being deleted gets no finalizer", &deleted_without_finalizer, None, quiet),
         ];
         for (rule, content, snapshot, want) in table {
             assert_eq!(content_sync(content, snapshot.as_ref()), want, "{rule}");
@@ -179,8 +187,9 @@ mod tests {
                     Some(vec![CONTENT_FINALIZER.to_string()])
                 );
             }
-            other => panic!("9: finalizer expected, got {other:?}"),
+            other => panic!("finalizer expected, got {other:?}"),
         }
         assert_eq!(referenced_snapshot_key(&bound_content(true)), "ns/snap");
+        assert_eq!(snapshot_woken_by_deleted_content(&bound_content(true)), "ns/snap", "its deletion wakes it");
     }
 }

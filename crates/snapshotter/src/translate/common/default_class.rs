@@ -1,4 +1,6 @@
-//! Which VolumeSnapshotClass a snapshot uses (§3.1 item 1), on every sync of a VolumeSnapshot.
+//! Which VolumeSnapshotClass a snapshot uses, on every sync of a VolumeSnapshot (external-snapshotter
+//! pkg/common-controller: snapshot_controller_base.go, checkAndUpdateSnapshotClass; snapshot_controller.go,
+//! SetDefaultSnapshotClass).
 //!
 //! A named class must exist. An unnamed dynamic snapshot (not a group member) gets its driver's default class: the
 //! one class whose annotation `snapshot.storage.kubernetes.io/is-default-class` is exactly `"true"` and whose driver
@@ -10,7 +12,7 @@ use kube::ResourceExt;
 use snapshot_api::names::ANN_IS_DEFAULT_CLASS;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass};
 
-use super::names::{not_found_text, parent_group_snapshot};
+use super::names::{not_found_text, parent_group_snapshot, snapshot_key};
 use super::patch::SnapshotPatch;
 use super::reasons::{GET_SNAPSHOT_CLASS_FAILED, SET_DEFAULT_SNAPSHOT_CLASS_FAILED};
 use super::status_error::SnapshotFailure;
@@ -104,7 +106,7 @@ pub fn default_class_failed(error: String) -> SnapshotFailure {
 /// Beyond upstream: when a class is added or changed, the snapshots waiting for it are retried at once instead of
 /// at their next backoff step. A snapshot waits for the class it names, or — unnamed, dynamic, not a member, not
 /// yet bound — for a default class (whose driver only the source volume tells; the retry finds out).
-pub fn class_change_wakes(class: &VolumeSnapshotClass, snapshot: &VolumeSnapshot) -> bool {
+fn class_change_wakes(class: &VolumeSnapshotClass, snapshot: &VolumeSnapshot) -> bool {
     if snapshot.status.as_ref().and_then(|s| s.bound_volume_snapshot_content_name.as_ref()).is_some() {
         return false;
     }
@@ -113,6 +115,15 @@ pub fn class_change_wakes(class: &VolumeSnapshotClass, snapshot: &VolumeSnapshot
         ClassLookup::Default => is_default_class(class),
         ClassLookup::NotNeeded => false,
     }
+}
+
+/// The snapshots (`namespace/name` keys) to sync at once when `class` is added or changed: those
+/// `class_change_wakes` says wait for it.
+pub fn snapshots_woken_by_class<'a>(
+    class: &VolumeSnapshotClass,
+    snapshots: impl IntoIterator<Item = &'a VolumeSnapshot>,
+) -> Vec<String> {
+    snapshots.into_iter().filter(|snapshot| class_change_wakes(class, snapshot)).map(snapshot_key).collect()
 }
 
 #[cfg(test)]
@@ -141,10 +152,10 @@ mod tests {
         named.spec.volume_snapshot_class_name = Some("gold".into());
         // (rule, snapshot, lookup)
         let table = [
-            ("1: named class", named, ClassLookup::Named("gold")),
-            ("1: unnamed dynamic: default", snapshot_of_claim("ns", "snap", "uid-1", "data"), ClassLookup::Default),
-            ("1: pre-provisioned: none", snapshot_of_content("ns", "snap", "uid-1", "c"), ClassLookup::NotNeeded),
-            ("1: group member: none", member(), ClassLookup::NotNeeded),
+            ("named class", named, ClassLookup::Named("gold")),
+            ("unnamed dynamic: default", snapshot_of_claim("ns", "snap", "uid-1", "data"), ClassLookup::Default),
+            ("pre-provisioned: none", snapshot_of_content("ns", "snap", "uid-1", "c"), ClassLookup::NotNeeded),
+            ("group member: none", member(), ClassLookup::NotNeeded),
         ];
         for (rule, vs, want) in table {
             assert_eq!(class_lookup(&vs), want, "{rule}");
@@ -167,7 +178,7 @@ mod tests {
         assert!(!sync_continues_without_class(&vs));
         let mut deleting = vs;
         deleting.metadata.deletion_timestamp = Some(time(1));
-        assert!(sync_continues_without_class(&deleting), "1: a snapshot being deleted is still processed");
+        assert!(sync_continues_without_class(&deleting), "a snapshot being deleted is still processed");
     }
 
     #[test]
@@ -176,28 +187,28 @@ mod tests {
         // (rule, classes, chosen class or error text)
         let table: Vec<(&str, Vec<VolumeSnapshotClass>, Result<&str, &str>)> = vec![
             (
-                "1: the one default of the driver",
+                "the one default of the driver",
                 vec![class("a", DRIVER, Some("true"), &[]), class("b", DRIVER, None, &[])],
                 Ok("a"),
             ),
             (
-                "1: default of another driver ignored",
+                "default of another driver ignored",
                 vec![class("a", other, Some("true"), &[]), class("b", DRIVER, Some("true"), &[])],
                 Ok("b"),
             ),
             (
-                "1: value must be exactly true",
+                "value must be exactly true",
                 vec![class("a", DRIVER, Some("True"), &[])],
                 Err("cannot find default snapshot class"),
             ),
             (
-                "1: annotation false",
+                "annotation false",
                 vec![class("a", DRIVER, Some("false"), &[])],
                 Err("cannot find default snapshot class"),
             ),
-            ("1: no class at all", vec![], Err("cannot find default snapshot class")),
+            ("no class at all", vec![], Err("cannot find default snapshot class")),
             (
-                "1: several defaults are named",
+                "several defaults are named",
                 vec![class("z", DRIVER, Some("true"), &[]), class("a", DRIVER, Some("true"), &[])],
                 Err("2 default snapshot classes were found: a, z"),
             ),
@@ -248,5 +259,9 @@ mod tests {
         for (rule, class, vs, want) in table {
             assert_eq!(class_change_wakes(class, vs), want, "{rule}");
         }
+        let mut other_named = named.clone();
+        other_named.metadata.name = Some("other".into());
+        let snapshots = [named, unnamed, bound, other_named];
+        assert_eq!(snapshots_woken_by_class(&gold, &snapshots), ["ns/snap", "ns/other"], "the keys of those it wakes");
     }
 }

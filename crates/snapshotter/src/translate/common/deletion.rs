@@ -1,4 +1,6 @@
-//! Deleting a VolumeSnapshot (§3.1 item 10): what happens to its content, and when its finalizers come off.
+//! Deleting a VolumeSnapshot: what happens to its content, and when its finalizers come off (external-snapshotter
+//! pkg/common-controller/snapshot_controller.go, processSnapshotWithDeletionTimestamp and
+//! checkandRemoveSnapshotFinalizersAndCheckandDeleteContent).
 //!
 //! The controller drives the result in order: refuse while a restore is pending or the snapshot belongs to a live
 //! group; mark the content `volumesnapshot-being-deleted`; API-delete the content when its policy is Delete;
@@ -93,7 +95,7 @@ pub fn snapshot_deletion<'a>(
     }))
 }
 
-/// Item 10a: a claim of the namespace is being restored from the snapshot (Pending, with the snapshot as its
+/// A claim of the namespace is being restored from the snapshot (Pending, with the snapshot as its
 /// `dataSource`). Deleting now would pull the snapshot from under the provisioner.
 pub fn restore_pending<'a>(
     snapshot: &VolumeSnapshot,
@@ -110,7 +112,7 @@ pub fn restore_pending<'a>(
     })
 }
 
-/// Item 10d: the API refused to delete the content.
+/// The API refused to delete the content.
 pub fn content_delete_failed(content_name: &str, api_error: &str) -> (PlannedEvent, String) {
     (
         PlannedEvent::warning(SNAPSHOT_CONTENT_OBJECT_DELETE_ERROR, "Failed to delete snapshot content API object"),

@@ -1,4 +1,5 @@
-//! The VolumeSnapshotContent of a dynamic snapshot, built as a value (§3.1 item 4c).
+//! The VolumeSnapshotContent of a dynamic snapshot, built as a value (external-snapshotter
+//! pkg/common-controller/snapshot_controller.go, createSnapshotContent).
 
 use std::collections::BTreeMap;
 
@@ -96,7 +97,7 @@ pub fn creation_failed(error: &str) -> SnapshotFailure {
     )
 }
 
-/// The claim finalizer could not be added (§3.1 item 4a).
+/// The claim finalizer could not be added before the content was created (upstream's ensurePVCFinalizer).
 pub fn claim_finalizer_failed(claim_name: &str, message: &str) -> SnapshotFailure {
     creation_failed(&format!("snapshot controller failed to update {claim_name} on API server: {message}"))
 }
@@ -140,7 +141,7 @@ mod tests {
         retain.spec.deletion_policy = DeletionPolicy::Retain;
         let volume = csi_volume("pv-1", "ns", "data", "c-1");
         let content = dynamic_content(&vs, Some(&retain), &volume, &options(true, None)).unwrap();
-        assert_eq!(content.name_any(), "snapcontent-uid-1", "4c: name");
+        assert_eq!(content.name_any(), "snapcontent-uid-1", "name");
         assert_eq!(
             content.spec.volume_snapshot_ref,
             ObjectReference {
@@ -152,20 +153,20 @@ mod tests {
                 resource_version: Some("7".into()),
                 field_path: None,
             },
-            "4c: full reference"
+            "full reference"
         );
-        assert_eq!(content.spec.source.volume_handle.as_deref(), Some("vol-1"), "4c: volume handle");
+        assert_eq!(content.spec.source.volume_handle.as_deref(), Some("vol-1"), "volume handle");
         assert_eq!(content.spec.source.snapshot_handle, None);
-        assert_eq!(content.spec.volume_snapshot_class_name.as_deref(), Some("gold"), "4c: class");
-        assert_eq!(content.spec.deletion_policy, DeletionPolicy::Retain, "4c: policy from the class");
-        assert_eq!(content.spec.driver, DRIVER, "4c: driver from the class");
-        assert_eq!(content.spec.source_volume_mode.as_deref(), Some("Filesystem"), "4c: volume mode kept");
+        assert_eq!(content.spec.volume_snapshot_class_name.as_deref(), Some("gold"), "class");
+        assert_eq!(content.spec.deletion_policy, DeletionPolicy::Retain, "policy from the class");
+        assert_eq!(content.spec.driver, DRIVER, "driver from the class");
+        assert_eq!(content.spec.source_volume_mode.as_deref(), Some("Filesystem"), "volume mode kept");
         assert_eq!(content.metadata.labels, None);
-        assert_eq!(content.metadata.annotations, None, "5: no secret, no annotation");
+        assert_eq!(content.metadata.annotations, None, "no secret, no annotation");
         assert_eq!(
             content.finalizers(),
             ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
-            "9: bound-protection from the creation on, before any CreateSnapshot can run"
+            "bound-protection from the creation on, before any CreateSnapshot can run"
         );
     }
 
@@ -184,9 +185,9 @@ mod tests {
             ],
         );
         let no_mode = dynamic_content(&vs, Some(&plain), &volume, &options(false, None)).unwrap();
-        assert_eq!(no_mode.spec.source_volume_mode, None, "4c: mode only with --prevent-volume-mode-conversion");
+        assert_eq!(no_mode.spec.source_volume_mode, None, "mode only with --prevent-volume-mode-conversion");
         let labelled = dynamic_content(&vs, Some(&plain), &volume, &options(true, Some("node-1"))).unwrap();
-        assert_eq!(labelled.labels()["snapshot.storage.kubernetes.io/managed-by"], "node-1", "12: managed-by label");
+        assert_eq!(labelled.labels()["snapshot.storage.kubernetes.io/managed-by"], "node-1", "managed-by label");
         let annotated = dynamic_content(&vs, Some(&with_secret), &volume, &options(true, None)).unwrap();
         assert_eq!(annotated.annotations()["snapshot.storage.kubernetes.io/deletion-secret-name"], "snap-creds", "5");
         assert_eq!(annotated.annotations()["snapshot.storage.kubernetes.io/deletion-secret-namespace"], "ns", "5");
@@ -203,19 +204,19 @@ mod tests {
         // (rule, class, volume, status error message)
         let table = [
             (
-                "4b: a class is required",
+                "a class is required",
                 None,
                 &volume,
                 r#"Failed to create snapshot content with error failed to get input parameters to create snapshot snap: "failed to take snapshot snap without a snapshot class""#,
             ),
             (
-                "5: secret parameters must come in pairs",
+                "secret parameters must come in pairs",
                 Some(&bad_secret),
                 &volume,
                 r#"Failed to create snapshot content with error failed to get input parameters to create snapshot snap: "failed to get name and namespace template from params: either name and namespace for Snapshotter secrets specified, Both must be specified""#,
             ),
             (
-                "4b: a CSI volume is required",
+                "a CSI volume is required",
                 Some(&gold),
                 &not_csi,
                 "Failed to create snapshot content with error cannot find CSI PersistentVolumeSource for volume pv-1",

@@ -1,5 +1,7 @@
-//! The finalizers the snapshot-controller puts on VolumeSnapshots (§3.1 item 3) and on the claim a snapshot is cut
-//! from (items 4a and 11). Their removal during deletion is in [`super::deletion`].
+//! The finalizers the snapshot-controller puts on VolumeSnapshots and on the claim a snapshot is cut from, and when
+//! the claim's comes off (external-snapshotter pkg/common-controller/snapshot_controller.go:
+//! checkandAddSnapshotFinalizers, ensurePVCFinalizer, checkandRemovePVCFinalizer). Their removal from a snapshot
+//! during deletion is in [`super::deletion`].
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::ResourceExt;
@@ -14,7 +16,7 @@ use super::patch::{ClaimPatch, MetadataPatch, SnapshotPatch};
 use super::reasons::{ERROR_PVC_FINALIZER, SNAPSHOT_FINALIZER_ERROR};
 use super::status_error::SnapshotFailure;
 
-/// Item 3: the finalizers a snapshot not being deleted lacks. The as-source finalizer always; the bound finalizer
+/// The finalizers a snapshot not being deleted lacks. The as-source finalizer always; the bound finalizer
 /// once the snapshot is bound and its content (`content`: the one [`super::binding`] accepted, if any) has the
 /// Delete policy, because only then does deleting the snapshot reach the storage.
 pub fn snapshot_finalizers(
@@ -34,7 +36,7 @@ pub fn snapshot_finalizers(
         .map(|metadata| SnapshotPatch { metadata, ..Default::default() })
 }
 
-/// Item 3: finding the content or writing the finalizers failed.
+/// Finding the content or writing the snapshot's finalizers failed.
 pub fn snapshot_finalizer_failed(error: &str) -> SnapshotFailure {
     SnapshotFailure::event_only(
         SNAPSHOT_FINALIZER_ERROR,
@@ -43,7 +45,7 @@ pub fn snapshot_finalizer_failed(error: &str) -> SnapshotFailure {
     )
 }
 
-/// Item 4a: before a dynamic content is created, the claim gets `pvc-as-source-protection`, so that it is not
+/// Before a dynamic content is created, the claim gets `pvc-as-source-protection`, so that it is not
 /// deleted while the snapshot is being cut. `claim` is `None` when the lister does not have it. A claim already
 /// being deleted without the finalizer cannot be protected any more: the content is not created.
 pub fn claim_finalizer_before_create(
@@ -69,7 +71,7 @@ pub fn claim_finalizer_before_create(
         .map(|metadata| ClaimPatch { metadata }))
 }
 
-/// Item 11: whether a snapshot of the namespace is still being cut from `claim`: it names the claim and is not
+/// Whether a snapshot of the namespace is still being cut from `claim`: it names the claim and is not
 /// ready. Pre-provisioned snapshots never count; `skip` (the snapshot being deleted) does not either.
 pub fn claim_in_use<'a>(
     claim: &PersistentVolumeClaim,
@@ -85,7 +87,7 @@ pub fn claim_in_use<'a>(
     })
 }
 
-/// Item 11: the write that takes `pvc-as-source-protection` off the claim, when it has it and no snapshot of the
+/// The write that takes `pvc-as-source-protection` off the claim, when it has it and no snapshot of the
 /// namespace (`snapshots`) is still being cut from it. Called on every sync of a dynamic snapshot
 /// (`skip: None`) and before a snapshot's own finalizers come off (`skip: Some(that snapshot)`).
 ///
@@ -102,7 +104,8 @@ pub fn claim_finalizer_removal<'a>(
     MetadataPatch::finalizers(&claim.metadata, &[], &[FINALIZER_PVC_AS_SOURCE]).map(|metadata| ClaimPatch { metadata })
 }
 
-/// Item 11: the removal failed. During a sync the sync goes on; before a snapshot's finalizers come off it stops.
+/// Taking `pvc-as-source-protection` off the claim failed. During a sync the sync goes on; before a snapshot's
+/// finalizers come off it stops.
 pub fn claim_finalizer_removal_failed(error: &str) -> SnapshotFailure {
     SnapshotFailure::event_only(
         ERROR_PVC_FINALIZER,

@@ -1,6 +1,6 @@
-//! The snapshot-controller's rules (reference §3.1) as pure functions: plain inputs (snapshots, contents, classes,
-//! claims, volumes, flags) to plain outputs (decisions, objects to create, patches with an `apply`, events with
-//! upstream's reasons and texts). No I/O.
+//! The snapshot-controller's rules (external-snapshotter pkg/common-controller) as pure functions: plain inputs
+//! (snapshots, contents, classes, claims, volumes, flags) to plain outputs (decisions, objects to create, patches with
+//! an `apply`, events with upstream's reasons and texts). No I/O.
 //!
 //! A VolumeSnapshot sync, as a controller drives it (each failure is a [`status_error::SnapshotFailure`]: record it
 //! with `record_on`, which skips the write and event when the same message is already set, and retry when it says
@@ -27,8 +27,11 @@
 //!    [`dynamic_content::creating_event`], then [`status::snapshot_status`] with the new content.
 //!
 //! A VolumeSnapshotContent sync is [`content_sync::content_sync`] with the snapshot under
-//! [`content_sync::referenced_snapshot_key`]. Beyond upstream, a class added or changed re-queues at once every
-//! snapshot for which [`default_class::class_change_wakes`] says so.
+//! [`content_sync::referenced_snapshot_key`].
+//!
+//! Which snapshots a watch event queues besides the object's own key: a deleted content its snapshot
+//! ([`content_sync::snapshot_woken_by_deleted_content`]); beyond upstream, a class added or changed the snapshots
+//! waiting for it ([`default_class::snapshots_woken_by_class`]).
 
 pub mod binding;
 pub mod content_sync;

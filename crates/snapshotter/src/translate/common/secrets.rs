@@ -1,4 +1,5 @@
-//! Secret references from VolumeSnapshotClass parameters and their `${…}` templates (§3.1 item 5).
+//! Secret references from VolumeSnapshotClass parameters and their `${…}` templates (external-snapshotter
+//! pkg/utils/util.go, GetSecretReference).
 //!
 //! The snapshot-controller resolves `csi.storage.k8s.io/snapshotter-secret-name/-namespace` when it creates a
 //! content and stores the result in the content's deletion-secret annotations, so that DeleteSnapshot still finds
@@ -197,48 +198,48 @@ mod tests {
         // (rule, name template, namespace template, result)
         type Row = (&'static str, Option<&'static str>, Option<&'static str>, Result<Option<SecretRef>, String>);
         let table: Vec<Row> = vec![
-            ("5: no secret", None, None, Ok(None)),
-            ("5: literal", Some("creds"), Some("kube-system"), ok("kube-system", "creds")),
+            ("no secret", None, None, Ok(None)),
+            ("literal", Some("creds"), Some("kube-system"), ok("kube-system", "creds")),
             (
-                "5: all tokens",
+                "all tokens",
                 Some("${volumesnapshot.name}-${volumesnapshotcontent.name}"),
                 Some("${volumesnapshot.namespace}"),
                 ok("team-a", "db-snap-snapcontent-uid-1"),
             ),
-            ("5: unbraced token", Some("$x"), Some("ns"), Err(r#"error resolving value "$x": invalid tokens: ["x"]"#.into())),
+            ("unbraced token", Some("$x"), Some("ns"), Err(r#"error resolving value "$x": invalid tokens: ["x"]"#.into())),
             (
-                "5: name only in the name",
+                "name only in the name",
                 Some("s"),
                 Some("${volumesnapshot.name}"),
                 Err(r#"error resolving value "${volumesnapshot.name}": invalid tokens: ["volumesnapshot.name"]"#.into()),
             ),
             (
-                "5: unknown tokens listed",
+                "unknown tokens listed",
                 Some("${b}-${a}"),
                 Some("ns"),
                 Err(r#"error resolving value "${b}-${a}": invalid tokens: ["a" "b"]"#.into()),
             ),
             (
-                "5: name without namespace",
+                "name without namespace",
                 Some("s"),
                 None,
                 Err("failed to get name and namespace template from params: either name and namespace for Snapshotter secrets specified, Both must be specified".into()),
             ),
             (
-                "5: empty value",
+                "empty value",
                 Some(""),
                 Some("ns"),
                 Err("failed to get name and namespace template from params: Snapshotter secrets specified in parameters but value of either namespace or name is empty".into()),
             ),
-            ("5: namespace must be a label", Some("s"), Some("a.b"), Err(r#""a.b" is not a valid namespace name"#.into())),
+            ("namespace must be a label", Some("s"), Some("a.b"), Err(r#""a.b" is not a valid namespace name"#.into())),
             (
-                "5: resolved namespace must be a label",
+                "resolved namespace must be a label",
                 Some("s"),
                 Some("${volumesnapshotcontent.name}-X"),
                 Err(r#""${volumesnapshotcontent.name}-X" resolved to "snapcontent-uid-1-X" which is not a valid namespace name"#.into()),
             ),
-            ("5: name must be a subdomain", Some("Creds"), Some("ns"), Err(r#""Creds" is not a valid secret name"#.into())),
-            ("5: dotted name is a subdomain", Some("a.b"), Some("ns"), ok("ns", "a.b")),
+            ("name must be a subdomain", Some("Creds"), Some("ns"), Err(r#""Creds" is not a valid secret name"#.into())),
+            ("dotted name is a subdomain", Some("a.b"), Some("ns"), ok("ns", "a.b")),
         ];
         for (rule, name, namespace, want) in table {
             let p = params(name, namespace);

@@ -1,5 +1,6 @@
-//! The volume a dynamic snapshot is taken of (§3.1 items 1 and 4b): the claim named by the snapshot, which must be
-//! Bound, and its PersistentVolume, which must be bound back to the claim and be a CSI volume.
+//! The volume a dynamic snapshot is taken of, for its default class and its content: the claim named by the
+//! snapshot, which must be Bound, and its PersistentVolume, which must be bound back to the claim and be a CSI volume
+//! (external-snapshotter pkg/common-controller/snapshot_controller.go, getVolumeFromVolumeSnapshot).
 //!
 //! The controller reads in between: the claim from its lister after [`source_claim_name`], the volume with a GET
 //! after [`volume_to_read`]. The error texts are upstream's; they end up in `status.error` and in events.
@@ -119,58 +120,58 @@ mod tests {
             Result<(), &'a str>,
         );
         let table: Vec<Row> = vec![
-            ("1: bound claim and volume", &vs, Ok(&bound), Some(&good), Ok(())),
-            ("1: claimRef without uid is fine", &vs, Ok(&bound), Some(&prebound_by_name), Ok(())),
+            ("bound claim and volume", &vs, Ok(&bound), Some(&good), Ok(())),
+            ("claimRef without uid is fine", &vs, Ok(&bound), Some(&prebound_by_name), Ok(())),
             (
-                "1: no claim source",
+                "no claim source",
                 &preprovisioned,
                 Ok(&bound),
                 Some(&good),
                 Err("the snapshot source PVC name is not specified"),
             ),
             (
-                "1: empty claim name",
+                "empty claim name",
                 &empty_name,
                 Ok(&bound),
                 Some(&good),
                 Err("the PVC name is not specified in snapshot ns/snap"),
             ),
             (
-                "1: claim missing",
+                "claim missing",
                 &vs,
                 missing(),
                 Some(&good),
                 Err(r#"failed to retrieve PVC data from the lister: "persistentvolumeclaim \"data\" not found""#),
             ),
             (
-                "1: claim not Bound",
+                "claim not Bound",
                 &vs,
                 Ok(&pending),
                 Some(&good),
                 Err("the PVC data is not yet bound to a PV, will not attempt to take a snapshot"),
             ),
             (
-                "1: volume missing",
+                "volume missing",
                 &vs,
                 Ok(&bound),
                 None,
                 Err(r#"failed to retrieve PV pv-1 from the API server: "persistentvolumes \"pv-1\" not found""#),
             ),
             (
-                "1: claimRef uid differs",
+                "claimRef uid differs",
                 &vs,
                 Ok(&bound),
                 Some(&other_uid),
                 Err("claim in dataSource not bound or invalid"),
             ),
             (
-                "1: claimRef namespace differs",
+                "claimRef namespace differs",
                 &vs,
                 Ok(&bound),
                 Some(&other_namespace),
                 Err("claim in dataSource not bound or invalid"),
             ),
-            ("1: no claimRef", &vs, Ok(&bound), Some(&unbound), Err("claim in dataSource not bound or invalid")),
+            ("no claimRef", &vs, Ok(&bound), Some(&unbound), Err("claim in dataSource not bound or invalid")),
         ];
         for (rule, snapshot, claim, volume, want) in table {
             let got = source_volume(snapshot, claim, |name| {

@@ -1,10 +1,12 @@
-//! The content's status carried to the snapshot (§3.1 item 6), and the events of the first creation and readiness.
+//! The content's status carried to the snapshot, and the events of the first creation and readiness
+//! (external-snapshotter pkg/common-controller/snapshot_controller.go, updateSnapshotStatus).
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use sidecar_runtime::events::PlannedEvent;
+use sidecar_runtime::quantity::binary_si_quantity;
 use snapshot_api::{SnapshotError, VolumeSnapshot, VolumeSnapshotContent, VolumeSnapshotStatus};
 
 use super::names::{is_created, is_ready, snapshot_key};
@@ -53,7 +55,7 @@ pub fn snapshot_status(
     if let Some(size) = size
         && (current.restore_size.is_none() || (!size_known && size > 0))
     {
-        next.restore_size = Some(restore_size_quantity(size));
+        next.restore_size = Some(binary_si_quantity(size));
     }
     let keep_error = snapshot.status.is_some()
         && matches!((&current.error, &from.error), (Some(a), Some(b)) if a.time.is_none() || b.time.is_none());
@@ -82,8 +84,8 @@ pub fn snapshot_status(
     }
 }
 
-/// Item 6, content side: whether the content's status says something the snapshot's does not yet, so the content
-/// sync enqueues the snapshot.
+/// Whether the content's status says something the snapshot's does not yet, so the content sync enqueues the
+/// snapshot (upstream's needsUpdateSnapshotStatus).
 ///
 /// Unlike upstream, an error on the content that the snapshot does not show yet counts too. Upstream looks at the
 /// bound name, creation time, readiness and size only, so a csi-snapshotter error written after the snapshot's last
@@ -103,23 +105,6 @@ pub fn snapshot_needs_status(snapshot: &VolumeSnapshot, content: &VolumeSnapshot
 /// `time.Unix(0, ns)`: the content's creation time in nanoseconds as a `metav1.Time`.
 pub fn unix_nanos(nanos: i64) -> Time {
     Time(Timestamp::from_nanosecond(i128::from(nanos)).unwrap_or(Timestamp::UNIX_EPOCH))
-}
-
-/// A byte count as Kubernetes prints a binary-SI quantity: `1Gi`, `1536`, and `1k` for 1000 (values below 1024 are
-/// printed in decimal-SI).
-pub fn restore_size_quantity(bytes: i64) -> Quantity {
-    let magnitude = bytes.unsigned_abs();
-    let sign = if bytes < 0 { "-" } else { "" };
-    if magnitude < 1024 {
-        return Quantity(format!("{sign}{}", if magnitude == 1000 { "1k".to_string() } else { magnitude.to_string() }));
-    }
-    let suffixes = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-    let (mut amount, mut power) = (magnitude, 0);
-    while power < suffixes.len() - 1 && amount.is_multiple_of(1024) {
-        amount /= 1024;
-        power += 1;
-    }
-    Quantity(format!("{sign}{amount}{}", suffixes[power]))
 }
 
 /// Whether a quantity is zero (`0`, `0Gi`, `0.0`…).

@@ -1,5 +1,6 @@
-//! A failure of a snapshot sync as the user sees it (§3.1 item 13): a Warning event with upstream's reason, and for
-//! most failures also `status.error` on the VolumeSnapshot.
+//! A failure of a snapshot sync as the user sees it: a Warning event with upstream's reason, and for most failures
+//! also `status.error` on the VolumeSnapshot (external-snapshotter pkg/common-controller/snapshot_controller.go,
+//! updateSnapshotErrorStatusWithEvent).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sidecar_runtime::events::PlannedEvent;
@@ -108,29 +109,29 @@ mod tests {
         // (rule, snapshot, failure, wrote (ready, message), event)
         let table = [
             (
-                "13: error written with readyToUse false",
+                "error written with readyToUse false",
                 with_status(Some(true), None),
                 failure(true),
                 Some((Some(false), "boom")),
                 true,
             ),
             (
-                "13: readyToUse untouched when not asked",
+                "readyToUse untouched when not asked",
                 with_status(Some(true), None),
                 failure(false),
                 Some((Some(true), "boom")),
                 true,
             ),
             (
-                "13: other message replaced",
+                "other message replaced",
                 with_status(None, Some("old")),
                 failure(true),
                 Some((Some(false), "boom")),
                 true,
             ),
-            ("13: same message: no write, no event", with_status(Some(true), Some("boom")), failure(true), None, false),
+            ("same message: no write, no event", with_status(Some(true), Some("boom")), failure(true), None, false),
             (
-                "13: event only",
+                "event only",
                 with_status(None, Some("boom")),
                 SnapshotFailure::event_only("R", "boom", "err".into()),
                 None,

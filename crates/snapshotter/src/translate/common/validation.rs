@@ -1,5 +1,5 @@
-//! What a VolumeSnapshot is of (§3.1 item 2): exactly one source. The CRD's CEL rules already refuse anything
-//! else; this catches objects written before the rules or with validation off.
+//! What a VolumeSnapshot is of: exactly one source (upstream checks it in syncSnapshot). The CRD's CEL rules already
+//! refuse anything else; this catches objects written before the rules or with validation off.
 
 use snapshot_api::VolumeSnapshot;
 
@@ -40,10 +40,10 @@ mod tests {
         neither.spec.source.persistent_volume_claim_name = None;
         // (rule, snapshot, source or invalid)
         let table = [
-            ("2: claim", snapshot_of_claim("ns", "s", "u", "data"), Some(SnapshotSource::Claim("data"))),
-            ("2: content", snapshot_of_content("ns", "s", "u", "c"), Some(SnapshotSource::Content("c"))),
-            ("2: both", both, None),
-            ("2: neither", neither, None),
+            ("claim", snapshot_of_claim("ns", "s", "u", "data"), Some(SnapshotSource::Claim("data"))),
+            ("content", snapshot_of_content("ns", "s", "u", "c"), Some(SnapshotSource::Content("c"))),
+            ("both", both, None),
+            ("neither", neither, None),
         ];
         for (rule, vs, want) in table {
             match (snapshot_source(&vs), want) {

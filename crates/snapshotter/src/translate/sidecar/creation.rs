@@ -1,4 +1,5 @@
-//! Cutting a snapshot (reference §3.2 item 2): the CreateSnapshot request and the annotation written before it.
+//! Cutting a snapshot: the CreateSnapshot request and the annotation written before it (external-snapshotter
+//! pkg/sidecar-controller/snapshot_controller.go, createSnapshotWrapper).
 //!
 //! Everything the request needs is checked before anything is written: a content whose request cannot be built gets
 //! no being-created annotation, so it stays deletable. (Upstream writes the annotation before it strips the class
@@ -14,9 +15,9 @@ use snapshot_api::names::{
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Snapshotter;
+use super::content::has_annotation;
 use super::patch::ContentPatch;
 use super::secrets::{SecretRef, deletion_secret};
-use super::sync::has_annotation;
 
 /// Why CreateSnapshot cannot be called for a content. The text is shown in the content's status and events.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

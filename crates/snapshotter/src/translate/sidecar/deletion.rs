@@ -1,5 +1,6 @@
-//! Deleting a content (reference §3.2 item 1): whether the sidecar may act on a deletionTimestamp, the DeleteSnapshot
-//! call, and the writes after it.
+//! Deleting a content: whether the sidecar may act on a deletionTimestamp, the DeleteSnapshot call, and the writes
+//! after it (external-snapshotter pkg/sidecar-controller/snapshot_controller.go, shouldDelete and
+//! deleteCSISnapshotOperation).
 //!
 //! The steps of one deletion take several syncs, each re-reading the content: DeleteSnapshot, then clear
 //! `status.snapshotHandle` (so that a crash after the call does not call it again with nothing left to delete, and
@@ -12,9 +13,9 @@ use snapshot_api::names::{
 };
 use snapshot_api::{DeletionPolicy, VolumeSnapshotContent, VolumeSnapshotContentStatus};
 
+use super::content::has_annotation;
 use super::patch::{ContentPatch, ContentStatusPatch};
 use super::secrets::{SecretRef, deletion_secret};
-use super::sync::has_annotation;
 
 /// Event reason of every failed step of a deletion.
 pub const REASON_SNAPSHOT_DELETE_ERROR: &str = "SnapshotDeleteError";

@@ -1,5 +1,6 @@
-//! Which VolumeSnapshotContents the sidecar handles, and which of their update events start a sync (reference §3.2,
-//! first paragraph).
+//! Which VolumeSnapshotContents the sidecar handles, and which of their update events start a sync
+//! (external-snapshotter pkg/sidecar-controller/snapshot_controller_base.go, isDriverMatch; pkg/utils/util.go,
+//! ShouldEnqueueContentChange).
 //!
 //! Most updates of a content are the sidecar's own writes (status, the being-created annotation) or the
 //! snapshot-controller's finalizer: syncing on each of them would call the driver again at once instead of after the
@@ -9,6 +10,8 @@
 
 use snapshot_api::names::{ANN_VOLUME_SNAPSHOT_BEING_CREATED, LABEL_MANAGED_BY};
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
+
+use super::content::content_name;
 
 /// Whether the sidecar of `driver_name` handles `content`: it has a source, names this driver, and the class it names,
 /// when known, is this driver's too. A class that is named but not (yet) known does not exclude the content.
@@ -32,8 +35,10 @@ pub fn node_label_selector(node_name: &str) -> String {
     format!("{LABEL_MANAGED_BY}={node_name}")
 }
 
-/// Whether an update from `old` to `new` is worth a sync.
-pub fn update_needs_sync(old: &VolumeSnapshotContent, new: &VolumeSnapshotContent) -> bool {
+/// Whether a change of a content from `old` (`None`: new to the cache) to `new` is worth a sync. A content new to
+/// the cache always is.
+pub fn change_needs_sync(old: Option<&VolumeSnapshotContent>, new: &VolumeSnapshotContent) -> bool {
+    let Some(old) = old else { return true };
     if old.metadata.resource_version == new.metadata.resource_version {
         return true;
     }
@@ -41,6 +46,21 @@ pub fn update_needs_sync(old: &VolumeSnapshotContent, new: &VolumeSnapshotConten
         return true;
     }
     without_ignored_fields(old) != without_ignored_fields(new)
+}
+
+/// The contents (names) to sync at once when `class` is added or changed: those that name it and are not ready. A
+/// content whose class was not cached yet (its CreateSnapshot was refused with "not found") goes on when it appears,
+/// instead of at its next backoff step.
+pub fn contents_woken_by_class<'a>(
+    class: &VolumeSnapshotClass,
+    contents: impl IntoIterator<Item = &'a VolumeSnapshotContent>,
+) -> Vec<String> {
+    let name = class.metadata.name.as_deref().unwrap_or_default();
+    contents
+        .into_iter()
+        .filter(|content| content.spec.volume_snapshot_class_name.as_deref() == Some(name) && !is_ready(content))
+        .map(content_name)
+        .collect()
 }
 
 fn is_ready(content: &VolumeSnapshotContent) -> bool {
@@ -139,47 +159,84 @@ mod tests {
         let resync = old.clone();
         // (rule, old, new, sync)
         let table = [
-            ("resync: the same resourceVersion", old.clone(), resync, true),
-            ("only the resourceVersion changed", old.clone(), newer(|_| {}), false),
-            ("only the status changed", not_ready_old.clone(), newer(|c| c.status = Some(ready(false))), false),
-            ("readyToUse false to true", not_ready_old, newer(|c| c.status = Some(ready(true))), true),
-            ("readyToUse unset to true", old.clone(), newer(|c| c.status = Some(ready(true))), true),
-            ("ready stays ready", ready_old, newer(|c| c.status = Some(ready(true))), false),
+            ("new to the cache", None, old.clone(), true),
+            ("resync: the same resourceVersion", Some(old.clone()), resync, true),
+            ("only the resourceVersion changed", Some(old.clone()), newer(|_| {}), false),
+            ("only the status changed", Some(not_ready_old.clone()), newer(|c| c.status = Some(ready(false))), false),
+            ("readyToUse false to true", Some(not_ready_old), newer(|c| c.status = Some(ready(true))), true),
+            ("readyToUse unset to true", Some(old.clone()), newer(|c| c.status = Some(ready(true))), true),
+            ("ready stays ready", Some(ready_old), newer(|c| c.status = Some(ready(true))), false),
             (
                 "only the finalizers changed",
-                old.clone(),
+                Some(old.clone()),
                 newer(|c| c.metadata.finalizers = Some(vec!["f".into()])),
                 false,
             ),
             (
                 "only managedFields changed",
-                old.clone(),
+                Some(old.clone()),
                 newer(|c| c.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()])),
                 false,
             ),
             (
                 "only the being-created annotation changed",
-                old.clone(),
+                Some(old.clone()),
                 newer(|c| *c = annotate(c.clone(), ANN_VOLUME_SNAPSHOT_BEING_CREATED, "yes")),
                 false,
             ),
             (
                 "the being-deleted annotation appeared",
-                old.clone(),
+                Some(old.clone()),
                 newer(|c| *c = annotate(c.clone(), ANN_VOLUME_SNAPSHOT_BEING_DELETED, "yes")),
                 true,
             ),
             (
                 "a deletionTimestamp appeared",
-                old.clone(),
+                Some(old.clone()),
                 newer(|c| c.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH))),
                 true,
             ),
-            ("the spec changed", old.clone(), newer(|c| c.spec.volume_snapshot_ref.uid = Some("u2".into())), true),
-            ("a label changed", old, newer(|c| c.metadata.labels = Some([("a".into(), "b".into())].into())), true),
+            (
+                "the spec changed",
+                Some(old.clone()),
+                newer(|c| c.spec.volume_snapshot_ref.uid = Some("u2".into())),
+                true,
+            ),
+            (
+                "a label changed",
+                Some(old),
+                newer(|c| c.metadata.labels = Some([("a".into(), "b".into())].into())),
+                true,
+            ),
         ];
         for (rule, old, new, want) in table {
-            assert_eq!(update_needs_sync(&old, &new), want, "{rule}");
+            assert_eq!(change_needs_sync(old.as_ref(), &new), want, "{rule}");
+        }
+    }
+
+    #[test]
+    fn a_class_wakes_the_contents_waiting_for_it() {
+        fn named(name: &str, class: Option<&str>, ready: Option<bool>) -> VolumeSnapshotContent {
+            let mut c = content();
+            c.metadata.name = Some(name.into());
+            c.spec.volume_snapshot_class_name = class.map(Into::into);
+            c.status = ready.map(|r| VolumeSnapshotContentStatus { ready_to_use: Some(r), ..Default::default() });
+            c
+        }
+        // (rule, content, woken by the class `class`)
+        let table = [
+            ("names the class, no status yet", named("a", Some("class"), None), true),
+            ("names the class, not ready", named("b", Some("class"), Some(false)), true),
+            ("names the class, ready: nothing to wait for", named("c", Some("class"), Some(true)), false),
+            ("names another class", named("d", Some("other"), None), false),
+            ("names no class", named("e", None, None), false),
+        ];
+        let contents: Vec<_> = table.iter().map(|(_, content, _)| content.clone()).collect();
+        let want: Vec<String> =
+            table.iter().filter(|(_, _, woken)| *woken).map(|(_, c, _)| c.metadata.name.clone().unwrap()).collect();
+        assert_eq!(contents_woken_by_class(&class(&[]), &contents), want);
+        for (rule, content, woken) in &table {
+            assert_eq!(!contents_woken_by_class(&class(&[]), [content]).is_empty(), *woken, "{rule}");
         }
     }
 }

@@ -1,5 +1,5 @@
-//! csi-snapshotter's rules (reference §3.2): what the sidecar beside a CSI driver does with each
-//! VolumeSnapshotContent of that driver, in the order a sync takes them.
+//! csi-snapshotter's rules (external-snapshotter pkg/sidecar-controller): what the sidecar beside a CSI driver does
+//! with each VolumeSnapshotContent of that driver, in the order a sync takes them.
 //!
 //! 1. [`filter`]: which contents are ours, and which update events are worth a sync.
 //! 2. [`sync::sync_step`]: delete, create, poll for readiness, or nothing.
@@ -12,6 +12,7 @@
 //! Writes are values ([`patch`]); Secrets are references ([`secrets`]); events are
 //! [`PlannedEvent`](sidecar_runtime::events::PlannedEvent)s.
 
+pub mod content;
 pub mod creation;
 pub mod deletion;
 pub mod filter;

@@ -1,5 +1,6 @@
-//! What the driver's answer does to a content (reference §3.2 items 2e, 2f and 3): the status to write, whether the
-//! being-created annotation goes, the event, and whether to look again.
+//! What the driver's answer does to a content: the status to write, whether the being-created annotation goes, the
+//! event, and whether to look again (external-snapshotter pkg/sidecar-controller/snapshot_controller.go:
+//! createSnapshotWrapper, updateSnapshotContentStatus, isCSIFinalError).
 
 use csi_client::proto::Snapshot;
 use csi_client::{Call, CallError};
@@ -8,8 +9,8 @@ use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::names::ANN_VOLUME_SNAPSHOT_BEING_CREATED;
 use snapshot_api::{SnapshotError, VolumeSnapshotContent, VolumeSnapshotContentStatus};
 
+use super::content::has_annotation;
 use super::patch::{ContentPatch, ContentStatusPatch};
-use super::sync::has_annotation;
 
 /// Warning when the first CreateSnapshot of a content fails.
 pub const REASON_SNAPSHOT_CREATION_FAILED: &str = "SnapshotCreationFailed";

@@ -1,6 +1,7 @@
-//! Readiness of a snapshot the sidecar did not cut itself (reference §3.2 item 3): a pre-provisioned content, or a
-//! member of a group snapshot. ListSnapshots by id answers, when the driver has it; a driver without LIST_SNAPSHOTS
-//! is taken at its word that the snapshot exists and is ready.
+//! Readiness of a snapshot the sidecar did not cut itself: a pre-provisioned content, or a member of a group snapshot
+//! (external-snapshotter pkg/sidecar-controller/snapshot_controller.go, checkandUpdateContentStatusOperation).
+//! ListSnapshots by id answers, when the driver has it; a driver without LIST_SNAPSHOTS is taken at its word that the
+//! snapshot exists and is ready.
 //!
 //! (A dynamic content that is not ready is asked with CreateSnapshot again: [`super::creation`].)
 

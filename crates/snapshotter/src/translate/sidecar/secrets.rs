@@ -1,5 +1,6 @@
-//! Which Secret each call of csi-snapshotter sends (reference §3.2 items 1, 2a and 3). Only references are resolved
-//! here; the controller reads the Secret's data into the request's `secrets`, which never reach a log or an event.
+//! Which Secret each call of csi-snapshotter sends: DeleteSnapshot, CreateSnapshot, ListSnapshots. Only references are
+//! resolved here; the controller reads the Secret's data into the request's `secrets`, which never reach a log or an
+//! event.
 //!
 //! - CreateSnapshot and DeleteSnapshot: the Secret the snapshot-controller resolved from the class when it made the
 //!   content and wrote into the content's deletion-secret annotations (the class may be gone by deletion time).

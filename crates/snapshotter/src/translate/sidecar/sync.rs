@@ -1,9 +1,11 @@
-//! What one sync of a content does (reference §3.2): the delete path first, then the first CreateSnapshot, then
-//! readiness. A content that is ready costs no driver call.
+//! What one sync of a content does: the delete path first, then the first CreateSnapshot, then readiness. A content
+//! that is ready costs no driver call (external-snapshotter pkg/sidecar-controller/snapshot_controller.go,
+//! syncContent).
 
 use snapshot_api::VolumeSnapshotContent;
 use snapshot_api::names::{ANN_VOLUME_GROUP_SNAPSHOT_HANDLE, ANN_VOLUME_SNAPSHOT_BEING_CREATED};
 
+use super::content::{has_annotation, is_group_member};
 use super::deletion::{DeletionStep, deletion_step, should_delete};
 use super::patch::ContentPatch;
 
@@ -51,15 +53,6 @@ pub fn sync_step(content: &VolumeSnapshotContent) -> SyncStep {
     }
 }
 
-/// A snapshot cut as part of a group: its status names both its own handle and the group's.
-pub fn is_group_member(content: &VolumeSnapshotContent) -> bool {
-    content.status.as_ref().is_some_and(|s| s.snapshot_handle.is_some() && s.volume_group_snapshot_handle.is_some())
-}
-
-pub(super) fn has_annotation(content: &VolumeSnapshotContent, key: &str) -> bool {
-    content.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(key))
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -97,28 +90,24 @@ mod tests {
         let drop = ContentPatch::annotation(ANN_VOLUME_SNAPSHOT_BEING_CREATED, None);
         // (rule, content, step)
         let table = [
-            ("1: deletion first", deleting, SyncStep::Delete(deleting_step)),
-            ("2: dynamic without status: create", content(), SyncStep::Create),
-            ("2: deletion not yet allowed: create anyway", waiting_deletion, SyncStep::Create),
+            ("deletion first", deleting, SyncStep::Delete(deleting_step)),
+            ("dynamic without status: create", content(), SyncStep::Create),
+            ("deletion not yet allowed: create anyway", waiting_deletion, SyncStep::Create),
             (
-                "2: a group member's content is not cut alone",
+                "a group member's content is not cut alone",
                 annotate(content(), ANN_VOLUME_GROUP_SNAPSHOT_HANDLE, "group-1"),
                 SyncStep::Nothing,
             ),
-            ("3: ready: nothing", with_status(content(), true, false), SyncStep::Nothing),
+            ("ready: nothing", with_status(content(), true, false), SyncStep::Nothing),
             (
-                "3: ready with the annotation left: drop it",
+                "ready with the annotation left: drop it",
                 annotate(with_status(content(), true, false), ANN_VOLUME_SNAPSHOT_BEING_CREATED, "yes"),
                 SyncStep::DropBeingCreated(drop),
             ),
-            (
-                "3: dynamic, not ready: CreateSnapshot again",
-                with_status(content(), false, false),
-                SyncStep::PollByCreate,
-            ),
-            ("3: pre-provisioned without status: ListSnapshots", pre_provisioned(), SyncStep::PollByList),
-            ("3: pre-provisioned, not ready", with_status(pre_provisioned(), false, false), SyncStep::PollByList),
-            ("3: group member, not ready: ListSnapshots", with_status(content(), false, true), SyncStep::PollByList),
+            ("dynamic, not ready: CreateSnapshot again", with_status(content(), false, false), SyncStep::PollByCreate),
+            ("pre-provisioned without status: ListSnapshots", pre_provisioned(), SyncStep::PollByList),
+            ("pre-provisioned, not ready", with_status(pre_provisioned(), false, false), SyncStep::PollByList),
+            ("group member, not ready: ListSnapshots", with_status(content(), false, true), SyncStep::PollByList),
         ];
         for (rule, content, want) in table {
             assert_eq!(sync_step(&content), want, "{rule}");

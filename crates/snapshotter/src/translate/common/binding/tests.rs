@@ -20,24 +20,24 @@ fn preprovisioned_content_checks() {
         Some(("SnapshotContentMisbound", "VolumeSnapshotContent [c] is bound to a different snapshot".to_string()));
     // (rule, content, refusal)
     let table = [
-        ("7: unbound content naming the snapshot", &good, None),
-        ("7: content bound to this snapshot", &good_with_uid, None),
+        ("unbound content naming the snapshot", &good, None),
+        ("content bound to this snapshot", &good_with_uid, None),
         (
-            "7: dynamic content",
+            "dynamic content",
             &dynamic,
             Some((
                 "SnapshotContentMismatch",
                 "VolumeSnapshotContent is dynamically provisioned while expecting a pre-provisioned one".to_string(),
             )),
         ),
-        ("7: ref names another snapshot", &other_name, misbound.clone()),
-        ("7: ref in another namespace", &other_namespace, misbound.clone()),
-        ("7: ref bound to another uid", &other_uid, misbound),
+        ("ref names another snapshot", &other_name, misbound.clone()),
+        ("ref in another namespace", &other_namespace, misbound.clone()),
+        ("ref bound to another uid", &other_uid, misbound),
     ];
     for (rule, content, want) in table {
         assert_eq!(outcome(preprovisioned_content(&vs, Some(content))), want, "{rule}");
     }
-    assert_eq!(preprovisioned_content(&vs, None), Ok(None), "7: not found is not a refusal by itself");
+    assert_eq!(preprovisioned_content(&vs, None), Ok(None), "not found is not a refusal by itself");
     let missing = content_missing(&vs);
     assert_eq!(
         (missing.reason, missing.message.as_str()),
@@ -58,15 +58,10 @@ fn binding_a_preprovisioned_content() {
     let other_uid = content_for("c", "ns", "snap", "uid-2", ContentSourceKind::Snapshot);
     // (rule, snapshot, content, (uid, class) written or nothing)
     let table = [
-        ("7: uid and class written", &with_class, &unbound, Some((Some("uid-1"), Some("gold")))),
-        ("7: no class named: uid only", &without_class, &unbound, Some((Some("uid-1"), None))),
-        ("7: already bound with class: nothing", &with_class, &bound_with_class, None),
-        (
-            "7: bound without class: class written",
-            &with_class,
-            &bound_without_class,
-            Some((Some("uid-1"), Some("gold"))),
-        ),
+        ("uid and class written", &with_class, &unbound, Some((Some("uid-1"), Some("gold")))),
+        ("no class named: uid only", &without_class, &unbound, Some((Some("uid-1"), None))),
+        ("already bound with class: nothing", &with_class, &bound_with_class, None),
+        ("bound without class: class written", &with_class, &bound_without_class, Some((Some("uid-1"), Some("gold")))),
     ];
     for (rule, vs, content, want) in table {
         let patch = bind_patch(vs, content).unwrap();
@@ -100,9 +95,9 @@ fn dynamic_content_checks() {
     ));
     // (rule, content, refusal)
     let table = [
-        ("4: our content", &good, None),
+        ("our content", &good, None),
         (
-            "4: pre-provisioned under the dynamic name",
+            "pre-provisioned under the dynamic name",
             &preprovisioned,
             Some((
                 "SnapshotContentMismatch",
@@ -111,12 +106,12 @@ fn dynamic_content_checks() {
             )),
         ),
         (
-            "4: snapshot handle set",
+            "snapshot handle set",
             &both_handles,
             Some(("SnapshotHandleSet", "Snapshot handle should not be set in content ns/snap for dynamic provisioning".to_string())),
         ),
-        ("4: uid must be set", &no_uid, misbound.clone()),
-        ("4: wrong back-pointer", &other, misbound),
+        ("uid must be set", &no_uid, misbound.clone()),
+        ("wrong back-pointer", &other, misbound),
     ];
     for (rule, content, want) in table {
         assert_eq!(outcome(dynamic_content(&vs, Some(content))), want, "{rule}");
@@ -132,10 +127,10 @@ fn ready_snapshot_recheck() {
     let other = content_for("c", "ns", "snap", "uid-2", ContentSourceKind::Volume);
     // (rule, content, refusal)
     let table = [
-        ("8: content points back", Some(&good), None),
-        ("8: content gone", None, Some(("SnapshotContentMissing", "VolumeSnapshotContent is missing".to_string()))),
+        ("content points back", Some(&good), None),
+        ("content gone", None, Some(("SnapshotContentMissing", "VolumeSnapshotContent is missing".to_string()))),
         (
-            "8: content points elsewhere",
+            "content points elsewhere",
             Some(&other),
             Some((
                 "SnapshotMisbound",
@@ -151,4 +146,74 @@ fn ready_snapshot_recheck() {
         }
         assert_eq!(outcome(result), want, "{rule}");
     }
+}
+
+/// A dynamic snapshot made by the group `group`, with the content its group bound it to (if any) in its status.
+fn member(bound: Option<&str>) -> VolumeSnapshot {
+    let mut vs = snapshot_of_claim("ns", "member", "uid-m", "data");
+    vs.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+        api_version: "groupsnapshot.storage.k8s.io/v1".into(),
+        kind: "VolumeGroupSnapshot".into(),
+        name: "group".into(),
+        uid: "g".into(),
+        ..Default::default()
+    }]);
+    vs.status = bound.map(|name| snapshot_api::VolumeSnapshotStatus {
+        bound_volume_snapshot_content_name: Some(name.into()),
+        ..Default::default()
+    });
+    vs
+}
+
+#[test]
+fn the_content_that_belongs_to_a_snapshot() {
+    // (rule, snapshot, name read from the store)
+    let names = [
+        ("dynamic: its own content name", snapshot_of_claim("ns", "snap", "uid-1", "data"), Some("snapcontent-uid-1")),
+        ("pre-provisioned: the content it names", snapshot_of_content("ns", "snap", "uid-1", "c"), Some("c")),
+        ("group member: the content its group bound it to", member(Some("snapcontent-m")), Some("snapcontent-m")),
+        ("group member not bound yet: nothing to read", member(None), None),
+    ];
+    for (rule, vs, want) in names {
+        assert_eq!(content_to_read(&vs).as_deref(), want, "{rule}");
+    }
+
+    let dynamic = snapshot_of_claim("ns", "snap", "uid-1", "data");
+    let preprovisioned = snapshot_of_content("ns", "snap", "uid-1", "c");
+    let own = content_for("snapcontent-uid-1", "ns", "snap", "uid-1", ContentSourceKind::Volume);
+    let named = content_for("c", "ns", "snap", "", ContentSourceKind::Snapshot);
+    // A member's content points at the member, but is taken as the group bound it without the dynamic checks.
+    let members = content_for("snapcontent-m", "ns", "other", "", ContentSourceKind::Volume);
+    let mismatch = |text: &str| Some(("SnapshotContentMismatch", text.to_string()));
+    // (rule, snapshot, pre-provisioned, content in the store, refusal, accepted)
+    let table = [
+        ("dynamic, its content", &dynamic, false, Some(&own), None, true),
+        ("dynamic, nothing yet", &dynamic, false, None, None, false),
+        (
+            "dynamic, a pre-provisioned content",
+            &dynamic,
+            false,
+            Some(&named),
+            mismatch("VolumeSnapshotContent c is pre-provisioned while expecting a dynamically provisioned one"),
+            false,
+        ),
+        ("pre-provisioned, its content", &preprovisioned, true, Some(&named), None, true),
+        ("pre-provisioned, missing: no refusal by itself", &preprovisioned, true, None, None, false),
+        (
+            "pre-provisioned, a dynamic content",
+            &preprovisioned,
+            true,
+            Some(&own),
+            mismatch("VolumeSnapshotContent is dynamically provisioned while expecting a pre-provisioned one"),
+            false,
+        ),
+    ];
+    for (rule, vs, preprovisioned, stored, refusal, accepted) in table {
+        let result = accepted_content(vs, preprovisioned, stored);
+        assert_eq!(result.as_ref().ok().is_some_and(|c| c.is_some()), accepted, "{rule}");
+        assert_eq!(outcome(result), refusal, "{rule}");
+    }
+    let vs = member(Some("snapcontent-m"));
+    assert_eq!(accepted_content(&vs, false, Some(&members)), Ok(Some(&members)), "group member: as its group bound it");
+    assert_eq!(accepted_content(&vs, false, None), Ok(None), "group member: nothing yet");
 }

@@ -40,9 +40,9 @@ fn restore(snapshot: &str, kind: &str, group: Option<&str>, phase: &str) -> Pers
 fn which_content() {
     // (rule, snapshot, content name)
     let table = [
-        ("10: the bound content", deleting(&[AS_SOURCE], Some("c"), None), Some("c")),
-        ("10: dynamic without status: the dynamic name", deleting(&[AS_SOURCE], None, None), Some("snapcontent-uid-1")),
-        ("10: pre-provisioned without status: none", snapshot_of_content("ns", "snap", "uid-1", "c"), None),
+        ("the bound content", deleting(&[AS_SOURCE], Some("c"), None), Some("c")),
+        ("dynamic without status: the dynamic name", deleting(&[AS_SOURCE], None, None), Some("snapcontent-uid-1")),
+        ("pre-provisioned without status: none", snapshot_of_content("ns", "snap", "uid-1", "c"), None),
     ];
     for (rule, vs, want) in table {
         assert_eq!(deletion_content_name(&vs).as_deref(), want, "{rule}");
@@ -62,22 +62,22 @@ fn deletion_by_policy() {
     type Want = Option<(bool, bool, Vec<&'static str>)>;
     let table: Vec<(&str, VolumeSnapshot, Option<&VolumeSnapshotContent>, Want)> = vec![
         (
-            "10d: Delete: content deleted, bound finalizer waits",
+            "Delete: content deleted, bound finalizer waits",
             both.clone(),
             Some(&delete),
             Some((true, true, vec![BOUND])),
         ),
-        ("10c: Retain: annotated, kept, finalizers off", both.clone(), Some(&retain), Some((true, false, vec![]))),
-        ("10: content of another snapshot untouched", both.clone(), Some(&elsewhere), Some((false, false, vec![]))),
-        ("10: no content: finalizers off", both.clone(), None, Some((false, false, vec![]))),
-        ("10c: annotation already there", both.clone(), Some(&marked), Some((false, true, vec![BOUND]))),
+        ("Retain: annotated, kept, finalizers off", both.clone(), Some(&retain), Some((true, false, vec![]))),
+        ("content of another snapshot untouched", both.clone(), Some(&elsewhere), Some((false, false, vec![]))),
+        ("no content: finalizers off", both.clone(), None, Some((false, false, vec![]))),
+        ("annotation already there", both.clone(), Some(&marked), Some((false, true, vec![BOUND]))),
         (
-            "10e: other finalizers kept",
+            "other finalizers kept",
             deleting(&["x", AS_SOURCE, BOUND], Some("c"), None),
             Some(&retain),
             Some((true, false, vec!["x"])),
         ),
-        ("10: no finalizer of ours: not processed", deleting(&["x"], Some("c"), None), Some(&delete), None),
+        ("no finalizer of ours: not processed", deleting(&["x"], Some("c"), None), Some(&delete), None),
     ];
     for (rule, vs, content, want) in table {
         let got = snapshot_deletion(&vs, content, [], false).unwrap().map(|d| {
@@ -105,17 +105,12 @@ fn pending_restores_hold_the_deletion() {
     let group = Some("snapshot.storage.k8s.io");
     // (rule, claim, content present, refused)
     let table = [
-        ("10a: pending restore", restore("snap", "VolumeSnapshot", group, "Pending"), true, true),
-        ("10a: restore done", restore("snap", "VolumeSnapshot", group, "Bound"), true, false),
-        ("10a: another snapshot", restore("other", "VolumeSnapshot", group, "Pending"), true, false),
-        ("10a: other kind", restore("snap", "PersistentVolumeClaim", None, "Pending"), true, false),
-        ("10a: other group", restore("snap", "VolumeSnapshot", Some("example.com"), "Pending"), true, false),
-        (
-            "10a: only checked when the content exists",
-            restore("snap", "VolumeSnapshot", group, "Pending"),
-            false,
-            false,
-        ),
+        ("pending restore", restore("snap", "VolumeSnapshot", group, "Pending"), true, true),
+        ("restore done", restore("snap", "VolumeSnapshot", group, "Bound"), true, false),
+        ("another snapshot", restore("other", "VolumeSnapshot", group, "Pending"), true, false),
+        ("other kind", restore("snap", "PersistentVolumeClaim", None, "Pending"), true, false),
+        ("other group", restore("snap", "VolumeSnapshot", Some("example.com"), "Pending"), true, false),
+        ("only checked when the content exists", restore("snap", "VolumeSnapshot", group, "Pending"), false, false),
     ];
     for (rule, claim, with_content, refused) in table {
         let content = with_content.then_some(&delete);
@@ -139,7 +134,7 @@ fn group_members() {
     let member = deleting(&[AS_SOURCE, IN_GROUP], Some("c"), Some("group"));
     let retain = content(DeletionPolicy::Retain, "uid-1");
     let refused = snapshot_deletion(&member, Some(&retain), [], true).unwrap_err();
-    assert_eq!(refused.reason, "SnapshotDeletePending", "10b: group still there");
+    assert_eq!(refused.reason, "SnapshotDeletePending", "group still there");
     assert_eq!(
         refused.message,
         "deletion of the individual volume snapshot ns/snap is not allowed as it belongs to group snapshot ns/group. \
@@ -147,7 +142,7 @@ fn group_members() {
          the group."
     );
     let deletion = snapshot_deletion(&member, Some(&retain), [], false).unwrap().unwrap();
-    assert_eq!(deletion.finalizers.unwrap().apply(&member).metadata.finalizers, None, "10b: group gone: all off");
+    assert_eq!(deletion.finalizers.unwrap().apply(&member).metadata.finalizers, None, "group gone: all off");
 }
 
 #[test]

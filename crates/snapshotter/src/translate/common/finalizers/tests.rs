@@ -27,19 +27,19 @@ fn snapshot_finalizers_added() {
     // (rule, snapshot, content, finalizers after or no write)
     type Row<'a> = (&'a str, VolumeSnapshot, Option<&'a VolumeSnapshotContent>, Option<Vec<&'a str>>);
     let table: Vec<Row> = vec![
-        ("3: as-source always", snapshot(false, &[], false, None), None, Some(vec![AS_SOURCE])),
-        ("3: bound + Delete: both", snapshot(true, &[], false, None), Some(&delete), Some(vec![AS_SOURCE, BOUND])),
-        ("3: bound + Retain: as-source only", snapshot(true, &[], false, None), Some(&retain), Some(vec![AS_SOURCE])),
-        ("3: bound, content not found: as-source only", snapshot(true, &[], false, None), None, Some(vec![AS_SOURCE])),
-        ("3: not bound: no bound finalizer", snapshot(false, &[], false, None), Some(&delete), Some(vec![AS_SOURCE])),
+        ("as-source always", snapshot(false, &[], false, None), None, Some(vec![AS_SOURCE])),
+        ("bound + Delete: both", snapshot(true, &[], false, None), Some(&delete), Some(vec![AS_SOURCE, BOUND])),
+        ("bound + Retain: as-source only", snapshot(true, &[], false, None), Some(&retain), Some(vec![AS_SOURCE])),
+        ("bound, content not found: as-source only", snapshot(true, &[], false, None), None, Some(vec![AS_SOURCE])),
+        ("not bound: no bound finalizer", snapshot(false, &[], false, None), Some(&delete), Some(vec![AS_SOURCE])),
         (
-            "3: others kept, appended",
+            "others kept, appended",
             snapshot(true, &["x"], false, None),
             Some(&delete),
             Some(vec!["x", AS_SOURCE, BOUND]),
         ),
-        ("3: all present: no write", snapshot(true, &[AS_SOURCE, BOUND], false, None), Some(&delete), None),
-        ("3: being deleted: nothing added", snapshot(true, &[], true, None), Some(&delete), None),
+        ("all present: no write", snapshot(true, &[AS_SOURCE, BOUND], false, None), Some(&delete), None),
+        ("being deleted: nothing added", snapshot(true, &[], true, None), Some(&delete), None),
     ];
     for (rule, vs, content, want) in table {
         let patch = snapshot_finalizers(&vs, content);
@@ -60,18 +60,18 @@ fn claim_finalizer_before_a_content_is_created() {
     deleting_protected.metadata.deletion_timestamp = Some(time(1));
     // (rule, claim, Ok(adds) or Err(status error message))
     let table = [
-        ("4a: added", Some(&plain), Ok(true)),
-        ("4a: present: nothing", Some(&protected), Ok(false)),
-        ("4a: present on a claim being deleted: fine", Some(&deleting_protected), Ok(false)),
+        ("added", Some(&plain), Ok(true)),
+        ("present: nothing", Some(&protected), Ok(false)),
+        ("present on a claim being deleted: fine", Some(&deleting_protected), Ok(false)),
         (
-            "4a: claim being deleted",
+            "claim being deleted",
             Some(&deleting),
             Err(
                 "Failed to create snapshot content with error snapshot controller failed to update data on API server: cannot add finalizer on claim because it is being deleted",
             ),
         ),
         (
-            "4a: claim missing",
+            "claim missing",
             None,
             Err(
                 "Failed to create snapshot content with error snapshot controller failed to update snap on API server: cannot get claim from snapshot: persistentvolumeclaims \"data\" not found",
@@ -113,20 +113,14 @@ fn claim_finalizer_removed_when_no_snapshot_is_being_cut() {
     let ready_current = snapshot(true, &[], false, Some(true));
     // (rule, claim, snapshots in the namespace, skip current, removed)
     let table: Vec<(&str, &PersistentVolumeClaim, Vec<&VolumeSnapshot>, bool, bool)> = vec![
-        ("11: current not ready keeps it", &protected, vec![&current], false, false),
-        ("11: current ready: removed", &protected, vec![&ready_current], false, true),
-        ("11: current skipped while it is deleted", &protected, vec![&current], true, true),
-        (
-            "11: another unready snapshot of the claim keeps it",
-            &protected,
-            vec![&current, &other_not_ready],
-            true,
-            false,
-        ),
-        ("11: another ready snapshot does not", &protected, vec![&current, &other_ready], true, true),
-        ("11: snapshots of other claims do not", &protected, vec![&current, &other_claim], true, true),
-        ("11: pre-provisioned snapshots excluded", &protected, vec![&preprovisioned], false, true),
-        ("11: no finalizer: nothing to write", &plain, vec![], false, false),
+        ("current not ready keeps it", &protected, vec![&current], false, false),
+        ("current ready: removed", &protected, vec![&ready_current], false, true),
+        ("current skipped while it is deleted", &protected, vec![&current], true, true),
+        ("another unready snapshot of the claim keeps it", &protected, vec![&current, &other_not_ready], true, false),
+        ("another ready snapshot does not", &protected, vec![&current, &other_ready], true, true),
+        ("snapshots of other claims do not", &protected, vec![&current, &other_claim], true, true),
+        ("pre-provisioned snapshots excluded", &protected, vec![&preprovisioned], false, true),
+        ("no finalizer: nothing to write", &plain, vec![], false, false),
     ];
     for (rule, claim, snapshots, skip_current, removed) in table {
         let skip = skip_current.then_some(&current);

@@ -36,8 +36,8 @@ fn error(message: &str, second: Option<i64>) -> SnapshotError {
 fn first_status_of_a_new_content() {
     let update = snapshot_status(&snapshot(None), &content(None), None);
     let status = update.write.unwrap().status;
-    assert_eq!(status.bound_volume_snapshot_content_name.as_deref(), Some("snapcontent-uid-1"), "4d: bound name");
-    assert_eq!(status.ready_to_use, Some(false), "4d: not ready");
+    assert_eq!(status.bound_volume_snapshot_content_name.as_deref(), Some("snapcontent-uid-1"), "bound name");
+    assert_eq!(status.ready_to_use, Some(false), "not ready");
     assert_eq!(status.creation_time, None);
     assert!(update.events.is_empty());
 }
@@ -59,63 +59,57 @@ fn status_carried_from_the_content() {
     type Row = (&'static str, VolumeSnapshot, Option<VolumeSnapshotContentStatus>, Want, Vec<&'static str>);
     let table: Vec<Row> = vec![
         (
-            "6: cut and ready at once",
+            "cut and ready at once",
             bound(false, None, None, false),
             cut(true, Some(1 << 30), None),
             Some((true, Some("1Gi"), None)),
             vec!["SnapshotCreated", "SnapshotReady"],
         ),
         (
-            "6: cut, not ready yet",
+            "cut, not ready yet",
             bound(false, None, None, false),
             cut(false, Some(0), None),
             Some((false, Some("0"), None)),
             vec!["SnapshotCreated"],
         ),
         (
-            "6: becomes ready: events once, error cleared",
+            "becomes ready: events once, error cleared",
             bound(false, Some("0"), Some(error("old", Some(1))), true),
             cut(true, Some(5 << 20), None),
             Some((true, Some("5Mi"), None)),
             vec!["SnapshotReady"],
         ),
+        ("nothing new: no write", bound(true, Some("1Gi"), None, true), cut(true, Some(1 << 30), None), None, vec![]),
         (
-            "6: nothing new: no write",
-            bound(true, Some("1Gi"), None, true),
-            cut(true, Some(1 << 30), None),
-            None,
-            vec![],
-        ),
-        (
-            "6: a known size is not changed",
+            "a known size is not changed",
             bound(true, Some("1Gi"), None, true),
             cut(true, Some(2 << 30), None),
             None,
             vec![],
         ),
         (
-            "6: error copied",
+            "error copied",
             bound(false, None, None, true),
             cut(false, None, Some(error("driver says no", Some(2)))),
             Some((false, None, Some("driver says no"))),
             vec![],
         ),
         (
-            "6: error cleared when the content has none",
+            "error cleared when the content has none",
             bound(false, None, Some(error("old", Some(1))), true),
             cut(false, None, None),
             Some((false, None, None)),
             vec![],
         ),
         (
-            "6: an error without time is kept",
+            "an error without time is kept",
             bound(false, None, Some(error("mine", None)), true),
             cut(false, None, Some(error("theirs", Some(2)))),
             None,
             vec![],
         ),
         (
-            "6: 1000 bytes print as 1k",
+            "1000 bytes print as 1k",
             bound(false, None, None, true),
             cut(false, Some(1000), None),
             Some((false, Some("1k"), None)),
@@ -150,7 +144,7 @@ fn event_texts_and_group_name() {
             PlannedEvent::normal("SnapshotReady", "Snapshot ns/snap is ready to use."),
         ]
     );
-    assert_eq!(update.write.unwrap().status.volume_group_snapshot_name.as_deref(), Some("group"), "6: group name");
+    assert_eq!(update.write.unwrap().status.volume_group_snapshot_name.as_deref(), Some("group"), "group name");
 }
 
 #[test]
@@ -171,24 +165,24 @@ fn when_the_content_sync_enqueues_the_snapshot() {
     };
     // (rule, snapshot, content status, enqueue)
     let table = [
-        ("6: content without status", snapshot(None), None, false),
-        ("6: snapshot without status", snapshot(None), cut(false, None, None), true),
-        ("6: in sync", with(bound.clone()), cut(true, Some(1 << 30), None), false),
+        ("content without status", snapshot(None), None, false),
+        ("snapshot without status", snapshot(None), cut(false, None, None), true),
+        ("in sync", with(bound.clone()), cut(true, Some(1 << 30), None), false),
         (
-            "6: not bound yet",
+            "not bound yet",
             with(VolumeSnapshotStatus { bound_volume_snapshot_content_name: None, ..bound.clone() }),
             cut(true, Some(1 << 30), None),
             true,
         ),
-        ("6: readiness differs", with(bound.clone()), cut(false, Some(1 << 30), None), true),
+        ("readiness differs", with(bound.clone()), cut(false, Some(1 << 30), None), true),
         (
-            "6: size was 0",
+            "size was 0",
             with(VolumeSnapshotStatus { restore_size: Some(Quantity("0".into())), ..bound.clone() }),
             cut(true, Some(10), None),
             true,
         ),
         (
-            "6: creation time missing",
+            "creation time missing",
             with(VolumeSnapshotStatus { creation_time: None, ..bound.clone() }),
             cut(true, Some(1 << 30), None),
             true,
@@ -208,10 +202,10 @@ fn when_the_content_sync_enqueues_the_snapshot() {
     };
     let failed_already = VolumeSnapshotStatus { error: Some(error("no secret", None)), ..unready.clone() };
     let errors = [
-        ("6: an error the snapshot does not show", with(unready.clone()), failing("no secret"), true),
-        ("6: the error the snapshot shows", with(failed_already.clone()), failing("no secret"), false),
-        ("6: another error", with(failed_already), failing("timed out"), true),
-        ("6: no error on either", with(unready), Some(VolumeSnapshotContentStatus::default()), false),
+        ("an error the snapshot does not show", with(unready.clone()), failing("no secret"), true),
+        ("the error the snapshot shows", with(failed_already.clone()), failing("no secret"), false),
+        ("another error", with(failed_already), failing("timed out"), true),
+        ("no error on either", with(unready), Some(VolumeSnapshotContentStatus::default()), false),
     ];
     for (rule, vs, status, want) in table.into_iter().chain(errors) {
         assert_eq!(snapshot_needs_status(&vs, &content(status)), want, "{rule}");
@@ -219,11 +213,11 @@ fn when_the_content_sync_enqueues_the_snapshot() {
 }
 
 #[test]
-fn binary_si_sizes() {
-    // (bytes, text)
+fn restore_sizes_print_as_kubernetes_prints_them() {
+    // (bytes, text): binary-SI, below 1024 decimal-SI (`Quantity(bytes, BinarySI)` in upstream's updateSnapshotStatus)
     let table = [(0, "0"), (500, "500"), (1000, "1k"), (1023, "1023"), (1536, "1536"), (3072, "3Ki"), (1 << 30, "1Gi")];
     for (bytes, want) in table {
-        assert_eq!(restore_size_quantity(bytes).0, want, "{bytes}");
+        assert_eq!(binary_si_quantity(bytes).0, want, "{bytes}");
     }
     assert!(is_zero(&Quantity("0Gi".into())) && !is_zero(&Quantity("1k".into())));
 }

@@ -14,7 +14,7 @@ pub enum Configured {
     Provisioner(provisioner::start::Config),
     Resizer(resizer::start::Config),
     Snapshotter(snapshot_binaries::snapshotter::Config),
-    GroupSnapshotter(snapshot_binaries::group_snapshotter::Config),
+    GroupSnapshotter(snapshot_binaries::group_snapshotter::GroupConfig),
 }
 
 /// Why a sidecar's command line was refused.
@@ -62,7 +62,7 @@ impl Configured {
             }
             Kind::GroupSnapshotter => {
                 let args = try_parse_from(argv).map_err(flags)?;
-                let config = snapshot_binaries::group_snapshotter::Config::from_args(args).map_err(refused)?;
+                let config = snapshot_binaries::group_snapshotter::config(args).map_err(refused)?;
                 Configured::GroupSnapshotter(config)
             }
         })

@@ -1,55 +1,27 @@
-//! csi-group-snapshotter's wiring, shared by its binary and `csi-sidecars`: csi-snapshotter's group loop alone, with
-//! csi-snapshotter's flags (the gate CSIVolumeGroupSnapshot is implied) and a Lease of its own,
-//! `external-snapshotter-group-leader-<driver>`, so that it never takes csi-snapshotter's.
+//! csi-group-snapshotter, as its binary and `csi-sidecars` start it: [`group_snapshotter::start`] with
+//! csi-snapshotter's flags, checked as csi-snapshotter checks them.
 
-use group_snapshotter::controller::sidecar::Controller;
-use sidecar_runtime::leader_election::group_snapshotter_lease_name;
-use sidecar_runtime::{Driver, SetupError, SetupResult, Sidecar, SidecarLoop};
+use group_snapshotter::start::SidecarArgs;
+pub use group_snapshotter::start::{Config as GroupConfig, NAME, start};
+use sidecar_runtime::{SetupError, SetupResult};
 use snapshotter::flags::sidecar::Args;
 
-use crate::group_loop;
-
-/// The sidecar's name in `csi-sidecars --sidecars` and in its messages.
-pub const NAME: &str = "group-snapshotter";
-
-/// The events' source component, as csi-snapshotter's group events.
-const EVENT_COMPONENT: &str = "csi-snapshotter";
-
-/// The flags, checked as csi-snapshotter's.
-pub struct Config {
-    args: Args,
+/// csi-snapshotter's flags, checked, as the group loop's configuration.
+pub fn config(args: Args) -> Result<GroupConfig, SetupError> {
+    args.validate().refused()?;
+    GroupConfig::from_args(group_args(&args))
 }
 
-impl Config {
-    pub fn from_args(args: Args) -> Result<Config, SetupError> {
-        args.validate().refused()?;
-        Ok(Config { args })
+/// What the group loop reads of csi-snapshotter's flags.
+pub fn group_args(args: &Args) -> SidecarArgs {
+    SidecarArgs {
+        common: args.common.clone(),
+        retry: args.retry,
+        timeout: args.timeout,
+        resync_period: args.resync_period,
+        groupsnapshot_name_prefix: args.groupsnapshot_name_prefix.clone(),
+        groupsnapshot_name_uuid_length: args.groupsnapshot_name_uuid_length,
+        worker_threads: args.worker_threads,
+        extra_create_metadata: args.extra_create_metadata,
     }
-
-    /// The flags every sidecar shares, for [`Sidecar::start`].
-    pub fn common(&self) -> sidecar_runtime::CommonArgs {
-        self.args.common.clone()
-    }
-
-    /// `--timeout`: each CSI call's limit, and how long in-flight work may drain.
-    pub fn timeout(&self) -> std::time::Duration {
-        self.args.timeout
-    }
-}
-
-/// Refuses a driver without group snapshots and builds the group loop.
-pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Result<SidecarLoop, SetupError> {
-    let Config { args } = config;
-    let (csi, driver) = (driver.csi.with_timeout(args.timeout), driver.name.clone());
-    if !group_loop::driver_has_group_snapshots(&csi).await {
-        return Err(SetupError::message(format!(
-            "CSI driver {driver} does not support CreateDeleteGetVolumeGroupSnapshot"
-        )));
-    }
-    let queue_metrics = sidecar.queue_metrics();
-    let events = sidecar.events(format!("{EVENT_COMPONENT} {driver}"));
-    let options = group_loop::options(&args, &driver);
-    let controller = Controller::new(sidecar.client(), &sidecar.caches(), csi, events, options, Some(&queue_metrics));
-    let lease = group_snapshotter_lease_name(&driver);
-    Ok(SidecarLoop::new(NAME, lease, args.timeout, |stop| controller.run(stop)))
 }

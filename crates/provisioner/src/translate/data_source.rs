@@ -11,7 +11,7 @@ use super::names::{KIND_PERSISTENT_VOLUME_CLAIM, KIND_VOLUME_SNAPSHOT, SNAPSHOT_
 use super::refusal::Refusal;
 
 /// `spec.dataSource`, else `spec.dataSourceRef`, with the namespace filled in.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DataSource {
     pub kind: String,
     pub name: String,

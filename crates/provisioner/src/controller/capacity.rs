@@ -1,4 +1,4 @@
-//! Publishing CSIStorageCapacity objects (`--enable-capacity`, items 65–69 and 78).
+//! Publishing CSIStorageCapacity objects (`--enable-capacity`; external-provisioner pkg/capacity/capacity.go).
 //!
 //! One refresh loop does all the work: it computes the objects that should exist from the caches (classes, and
 //! CSINodes with Nodes or the node-local segment), matches them with the objects this instance manages, deletes
@@ -46,7 +46,7 @@ pub struct CapacityOptions {
     pub fixed_segment: Option<Segment>,
 }
 
-/// The ALPHA gauges upstream exports for capacity objects (item 78).
+/// The ALPHA gauges upstream exports for capacity objects (pkg/capacity/capacity.go, `DescribeWithStability`).
 #[derive(Clone, Default)]
 pub struct CapacityMetrics {
     goal: Gauge<i64, AtomicI64>,

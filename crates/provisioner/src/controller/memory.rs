@@ -11,8 +11,8 @@ use crate::translate::topology::TopologyPin;
 
 #[derive(Default)]
 pub(super) struct Memory {
-    /// Per claim UID: what the topology was computed from, so that retries send the same requirements, as upstream
-    /// keeps them since external-provisioner #1413.
+    /// Per claim UID: what the topology was computed from, so that retries send the same requirements (as upstream's
+    /// `InMemoryStore`, external-provisioner pkg/controller/cache.go).
     pins: Mutex<HashMap<String, TopologyPin>>,
     /// Which claim versions the watch shows are our own finalizer writes (see [`OwnWrites`]).
     own_writes: Mutex<OwnWrites>,

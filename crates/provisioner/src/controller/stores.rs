@@ -19,10 +19,10 @@ pub struct Stores {
     pub claims: Store<PersistentVolumeClaim>,
     pub volumes: Store<PersistentVolume>,
     pub classes: Store<StorageClass>,
-    /// Only when the driver supports topology (item 44), and never in node mode (item 70).
+    /// Only when the driver supports topology, and never in node mode (which takes its topology from NodeGetInfo).
     pub csi_nodes: Option<Store<CSINode>>,
     pub nodes: Option<Store<Node>>,
-    /// Only when the driver attaches volumes (PUBLISH_UNPUBLISH_VOLUME): an attachment blocks deletion (item 62).
+    /// Only when the driver attaches volumes (PUBLISH_UNPUBLISH_VOLUME): an attachment blocks deletion.
     pub attachments: Option<Store<VolumeAttachment>>,
 }
 

@@ -1,4 +1,5 @@
-//! The claim's data source, normalised, and what kind of content it asks for (items 50, 51).
+//! The claim's data source, normalised (`spec.dataSource` first, else `spec.dataSourceRef`), and what kind of content
+//! it asks for (external-provisioner `dataSource` and `getVolumeContentSource`).
 //!
 //! Checking the source objects themselves (snapshot readiness, clone source state, ReferenceGrants) needs the API
 //! and is the controller's; it ends in a CSI `VolumeContentSource` passed to the request builder.

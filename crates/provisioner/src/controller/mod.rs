@@ -2,11 +2,11 @@
 //! topology), queue what changed, and drive the rules of [`crate::translate`] with CSI calls and API writes.
 //!
 //! [`Controller::run`] declares the loop; each part is a plain function in a file of its own:
-//! - [`provision::sync_claim`], the claims queue (by claim UID). One claim's way enters each of these once:
-//!   [`in_flight`] (the claim's in-flight record: journal entry or finalizer) and [`recover`] (the volume of a claim
-//!   deleted mid-call goes), or [`ownership`] (`--node-deployment` with Immediate binding), or [`attempt`] (one
-//!   attempt: the in-flight record, CreateVolume, the PV); each of the three may call [`prepare`] (the reads before
-//!   CreateVolume, the rules being [`crate::translate::prepare`]).
+//! - [`provision::sync_claim`], the claims queue (by claim UID). A claim's way from there enters each file once:
+//!   [`in_flight`] first (its in-flight record: journal entry or finalizer), which may hand it to [`recover`] (the
+//!   volume of a claim deleted mid-call goes); then [`ownership`] (`--node-deployment` with Immediate binding) or
+//!   [`attempt`] (one attempt: the in-flight record, CreateVolume, the PV). [`recover`], [`ownership`] and
+//!   [`attempt`] read what CreateVolume needs through [`prepare`], whose rules are [`crate::translate::prepare`].
 //! - [`delete::sync_volume`], the volumes queue (by PV name): the reclaim-policy finalizer and DeleteVolume.
 //! - [`snapshot_release::release_snapshot`], a queue of snapshots whose restoring claim was deleted, and
 //!   [`snapshot_sweep::sweep_snapshots`]: the snapshots' source-protection finalizer.
@@ -14,7 +14,8 @@
 //! - [`capacity::publish`]: CSIStorageCapacity publishing (`--enable-capacity`).
 //!
 //! Beside them: [`stores`] (the caches, and which watch change queues which key), [`writes`] (the shared context's
-//! writes, events and reads beyond the caches), [`memory`] (what is remembered in memory only), [`metrics`].
+//! writes, events and reads beyond the caches), [`memory`] (what is remembered in memory only, with
+//! [`own_writes`]), [`metrics`].
 //! No business rule lives here: every decision is a call into `translate`.
 
 mod attempt;

@@ -1,4 +1,5 @@
-//! The csi-provisioner command line: every upstream flag with its upstream default (reference §2).
+//! The csi-provisioner command line: every upstream flag with its upstream default (external-provisioner
+//! cmd/csi-provisioner/csi-provisioner.go).
 //!
 //! Flags for Go facilities (`--enable-pprof`) are accepted so that existing manifests keep working, and a warning
 //! names them when they ask for something ([`Args::unsupported`]). Flags upstream removed are refused with a message
@@ -128,7 +129,7 @@ pub struct CapacityPlacement {
     pub owner: Option<(String, u32)>,
 }
 
-/// Upstream flags that no longer exist, and why (reference §2).
+/// Upstream flags that no longer exist (current upstream fails on them as unknown flags), and why.
 const REMOVED_FLAGS: [(&str, &str); 6] = [
     ("provisioner", "the provisioner name is the driver name from GetPluginInfo"),
     ("connection-timeout", "removed in 2.0; the provisioner waits for the driver indefinitely"),

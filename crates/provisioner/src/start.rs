@@ -58,7 +58,7 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
     let (csi, driver) = (driver.csi.with_timeout(args.timeout), driver.name.clone());
 
     let mut provisioner = args.provisioner(&driver, features);
-    // CSI migration: the driver also serves the in-tree plugin it replaces (item 64).
+    // CSI migration: a driver that replaces an in-tree plugin also serves that plugin's classes and volumes.
     provisioner.migrated_in_tree_name = csi_translation::in_tree_name_for(&driver).map(str::to_string);
     if let Some(in_tree) = &provisioner.migrated_in_tree_name {
         tracing::info!(%in_tree, "serving the in-tree plugin's classes and volumes too (CSI migration)");

@@ -1,4 +1,4 @@
-//! Publishing CSIStorageCapacity objects (`--enable-capacity`, items 65–69 and 78).
+//! Publishing CSIStorageCapacity objects (`--enable-capacity`; external-provisioner pkg/capacity/capacity.go).
 //!
 //! One refresh loop does all the work: it computes the objects that should exist from the caches (classes, and
 //! CSINodes with Nodes or the node-local segment), matches them with the objects this instance manages, deletes
@@ -22,11 +22,11 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use sidecar_runtime::api_error::api_error_text;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::provision::api_error_text;
 use crate::translate::capacity::{
     CapacityKey, LABEL_DRIVER_NAME, LABEL_MANAGED_BY, Measured, Publisher, Segment, desired, is_managed, new_object,
     reconcile, segments, updated_object,
@@ -46,7 +46,7 @@ pub struct CapacityOptions {
     pub fixed_segment: Option<Segment>,
 }
 
-/// The ALPHA gauges upstream exports for capacity objects (item 78).
+/// The ALPHA gauges upstream exports for capacity objects (pkg/capacity/capacity.go, `DescribeWithStability`).
 #[derive(Clone, Default)]
 pub struct CapacityMetrics {
     goal: Gauge<i64, AtomicI64>,
@@ -73,6 +73,13 @@ impl CapacityMetrics {
             metrics.obsolete.clone(),
         );
         metrics
+    }
+}
+
+/// Publishes with the publisher `--enable-capacity` configured, if any, until `stop`.
+pub(super) async fn publish(shared: Arc<Shared>, stop: CancellationToken) {
+    if let Some(capacity) = shared.capacity.clone() {
+        capacity.run(shared, stop).await;
     }
 }
 
@@ -131,7 +138,7 @@ impl Capacity {
 
     /// Watches this instance's objects (filtered by its labels, as upstream's informer is) and refreshes until
     /// `stop`. The caller has filled the provisioner's caches already.
-    pub(super) async fn run(self: Arc<Self>, shared: Arc<Shared>, stop: CancellationToken) {
+    async fn run(self: Arc<Self>, shared: Arc<Shared>, stop: CancellationToken) {
         let Some(writer) = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
         let publisher = &self.options.publisher;
         let selector = format!("{LABEL_DRIVER_NAME}={},{LABEL_MANAGED_BY}={}", publisher.driver, publisher.managed_by);

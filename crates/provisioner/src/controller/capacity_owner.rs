@@ -1,5 +1,6 @@
-//! The owner of the CSIStorageCapacity objects (item 68): start at the provisioner's Pod and follow controlling
-//! owners up `--capacity-ownerref-level` levels, so that the objects go away with the Deployment or StatefulSet.
+//! The owner of the CSIStorageCapacity objects (external-provisioner pkg/owner/owner.go, `Lookup`): start at the
+//! provisioner's Pod and follow controlling owners up `--capacity-ownerref-level` levels, so that the objects go away
+//! with the Deployment or StatefulSet.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;

@@ -1,4 +1,5 @@
-//! The upstream library's provisioning and deletion metrics (item 76), same names and labels.
+//! The upstream library's provisioning and deletion metrics, same names and labels
+//! (sig-storage-lib-external-provisioner controller/metrics/metrics.go).
 
 use std::time::Duration;
 

@@ -1,66 +1,58 @@
 //! The I/O half of the provisioner: watch claims, volumes, classes (and CSINodes and Nodes when the driver has
 //! topology), queue what changed, and drive the rules of [`crate::translate`] with CSI calls and API writes.
 //!
-//! - [`stores`]: kube-runtime reflectors, and which watch events queue which keys.
-//! - [`provision`]: the claim worker (keyed by claim UID): whether to provision, one attempt (CreateVolume and the
-//!   PV), and what a refusal means; [`prepare`] computes the request, [`claim_writes`] writes claims and PVs.
-//! - [`in_flight`]: claims in flight recorded in the in-flight journal (or with the provisioning-protection
-//!   finalizer) before CreateVolume, and what their record asks for; [`recover`]: volumes that must go: a claim
-//!   deleted mid-call and a volume that cannot be used.
-//! - [`snapshot_source`]: restores from VolumeSnapshots, their source-protection finalizer and its orphan sweep.
-//! - [`delete`]: the volume worker (keyed by PV name): the reclaim-policy finalizer and DeleteVolume.
-//! - [`own_writes`]: which claim changes are our own finalizer writes, so they do not defeat a claim's backoff.
-//! - [`ownership`]: `--node-deployment` with Immediate binding: the race between the instances for a claim.
-//! - [`capacity`]: CSIStorageCapacity publishing (`--enable-capacity`).
-//! - [`migration`]: CSI migration, classes and volumes of the in-tree plugin the driver replaces.
-//! - [`metrics`]: `controller_persistentvolumeclaim_provision_*` and `controller_persistentvolume_delete_*`.
+//! [`Controller::run`] declares the loop; each part is a plain function in a file of its own:
+//! - [`provision::sync_claim`], the claims queue (by claim UID). A claim's way from there enters each file once:
+//!   [`in_flight`] first (its in-flight record: journal entry or finalizer), which may hand it to [`recover`] (the
+//!   volume of a claim deleted mid-call goes); then [`ownership`] (`--node-deployment` with Immediate binding) or
+//!   [`attempt`] (one attempt: the in-flight record, CreateVolume, the PV). [`recover`], [`ownership`] and
+//!   [`attempt`] read what CreateVolume needs through [`prepare`], whose rules are [`crate::translate::prepare`].
+//! - [`delete::sync_volume`], the volumes queue (by PV name): the reclaim-policy finalizer and DeleteVolume.
+//! - [`snapshot_release::release_snapshot`], a queue of snapshots whose restoring claim was deleted, and
+//!   [`snapshot_sweep::sweep_snapshots`]: the snapshots' source-protection finalizer.
+//! - [`journal`]: the in-flight journal's writer, and every entry's claim queued once it is read.
+//! - [`capacity::publish`]: CSIStorageCapacity publishing (`--enable-capacity`).
 //!
+//! Beside them: [`stores`] (the caches, and which watch change queues which key), [`writes`] (the shared context's
+//! writes, events and reads beyond the caches), [`memory`] (what is remembered in memory only, with
+//! [`own_writes`]), [`metrics`].
 //! No business rule lives here: every decision is a call into `translate`.
 
+mod attempt;
 pub mod capacity;
 pub mod capacity_owner;
-mod claim_writes;
 mod delete;
 mod in_flight;
+mod journal;
+mod memory;
 pub mod metrics;
-mod migration;
 mod own_writes;
 mod ownership;
 mod prepare;
 mod provision;
 mod recover;
-mod snapshot_source;
+mod snapshot_release;
+mod snapshot_sweep;
 mod stores;
+mod writes;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use kube::Resource;
 use sidecar_runtime::journal::{Journal, JournalOptions};
-use sidecar_runtime::update::Updated;
 use sidecar_runtime::watch::CacheProvider;
 use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
+use crate::translate::data_source::DataSource;
 use crate::translate::provisioner::Provisioner;
-use crate::translate::refusal::PlannedEvent;
-use crate::translate::topology::TopologyPin;
+pub use crate::translate::watch_keys::ClaimKey;
 use capacity::Capacity;
+use memory::Memory;
 pub use metrics::ProvisioningMetrics;
-use own_writes::OwnWrites;
 use stores::{Feeds, Stores};
-
-/// A claim in the queue. Claims are queued by UID as upstream does; the name travels with it for the store lookup
-/// (a claim's namespace and name never change, so equality by all three is equality by UID).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ClaimKey {
-    pub uid: String,
-    pub namespace: String,
-    pub name: String,
-}
 
 /// How the controller works, from the flags.
 #[derive(Clone, Debug)]
@@ -83,6 +75,7 @@ pub struct Controller {
     caches: CacheProvider,
 }
 
+/// The shared context every part of the loop gets.
 struct Shared {
     client: kube::Client,
     csi: CsiClient,
@@ -90,24 +83,21 @@ struct Shared {
     events: EventRecorder,
     options: Options,
     stores: Stores,
+    /// Claims by UID.
     claims: WorkQueue<ClaimKey>,
+    /// PVs by name.
     volumes: WorkQueue<String>,
-    /// Per claim UID: what the topology was computed from, so that retries send the same requirements (item 41).
-    pins: Mutex<HashMap<String, TopologyPin>>,
-    /// Which claim versions the watch shows are our own finalizer writes (see [`own_writes`]).
-    own_writes: Mutex<OwnWrites>,
-    /// `--node-deployment`: per claim UID, the tries at becoming its owner so far (the backoff of item 72).
-    ownership_attempts: Mutex<HashMap<String, u32>>,
-    /// PVs (by UID) this provisioner deleted whose removal the cache has not shown yet: their watch events must not
-    /// repeat the deletion (memory only; after a restart one repeat is harmless, DeleteVolume is idempotent).
-    deleted_volumes: Mutex<HashSet<String>>,
-    /// Fires when the controllers stop, so that a worker waiting to own a claim gives up at once.
-    stopping: CancellationToken,
+    /// VolumeSnapshots whose restoring claim was deleted: their source protection may go.
+    snapshot_releases: WorkQueue<DataSource>,
+    /// Claims in flight, by UID (see [`in_flight`]).
+    journal: Journal,
+    /// What is remembered between syncs in memory only.
+    memory: Memory,
+    /// The loop's stop: a worker waiting to own a claim gives up at once.
+    stop: CancellationToken,
     metrics: ProvisioningMetrics,
     /// `--enable-capacity`: the publisher, nudged after provisioning and deleting.
     capacity: Option<Arc<Capacity>>,
-    /// Claims in flight, by UID (see [`in_flight`]).
-    journal: Journal,
 }
 
 impl Controller {
@@ -122,7 +112,8 @@ impl Controller {
         queue_metrics: Option<&QueueMetrics>,
         metrics: ProvisioningMetrics,
     ) -> Controller {
-        // Node mode takes its topology from NodeGetInfo, not from watching every Node (item 70).
+        // Node mode takes its topology from NodeGetInfo, not from watching every Node (as upstream's
+        // `--node-deployment`, external-provisioner cmd/csi-provisioner/csi-provisioner.go).
         let topology = provisioner.supports_topology() && provisioner.node_deployment.is_none();
         let (stores, feeds) = Stores::new(&caches, topology, attaches(&provisioner));
         let shared = Shared {
@@ -133,13 +124,11 @@ impl Controller {
             journal: Journal::new(options.journal.clone()),
             claims: WorkQueue::with_optional_metrics("claims", options.retry, queue_metrics),
             volumes: WorkQueue::with_optional_metrics("volumes", options.retry, queue_metrics),
+            snapshot_releases: WorkQueue::new("snapshot-releases", options.retry),
             options,
             stores,
-            pins: Mutex::default(),
-            own_writes: Mutex::default(),
-            ownership_attempts: Mutex::default(),
-            deleted_volumes: Mutex::default(),
-            stopping: CancellationToken::new(),
+            memory: Memory::default(),
+            stop: CancellationToken::new(),
             metrics,
             capacity: None,
         };
@@ -159,130 +148,35 @@ impl Controller {
 
     /// Watches, then works until `stop` fires; returns once in-flight work has finished. The journal's writer
     /// outlives the workers: those still draining after `stop` may record claims.
-    pub async fn run(self, stop: CancellationToken) {
+    pub async fn run(mut self, stop: CancellationToken) {
+        Arc::get_mut(&mut self.shared).expect("the controller runs once").stop = stop.clone();
         let shared = self.shared;
         let workers = shared.options.workers;
         Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
-            .outliving(|shared, done| async move { shared.journal.run(shared.client.clone(), done).await })
-            // Everything the caches hold now is queued once, as an informer's initial adds are.
-            .on_filled(|shared| shared.queue_everything())
-            .queue(&shared.claims, workers, |shared: Arc<Shared>, key: ClaimKey| async move {
-                shared.sync_claim(&key).await
-            })
-            .queue(&shared.volumes, workers, |shared: Arc<Shared>, name: String| async move {
-                shared.sync_volume(&name).await
-            })
-            .task(|shared, stop| async move {
-                stop.cancelled().await;
-                shared.stopping.cancel();
-            })
-            .task(|shared, stop| async move {
-                let interval = shared.options.snapshot_orphan_sweep_interval;
-                shared.sweep_snapshot_protection(interval, stop).await
-            })
-            .task(|shared, stop| async move {
-                if let Some(capacity) = shared.capacity.clone() {
-                    capacity.run(shared, stop).await;
-                }
-            })
-            .task(|shared, stop| async move {
-                tokio::select! {
-                    _ = shared.queue_journal_entries() => {}
-                    _ = stop.cancelled() => {}
-                }
-            })
+            .outliving(journal::write_journal)
+            .on_filled(stores::queue_everything)
+            .queue(&shared.claims, workers, provision::sync_claim)
+            .queue(&shared.volumes, workers, delete::sync_volume)
+            .queue(&shared.snapshot_releases, workers, snapshot_release::release_snapshot)
+            .task(journal::queue_journal_entries)
+            .task(snapshot_sweep::sweep_snapshots)
+            .task(capacity::publish)
             .serve(&stop)
             .await;
     }
 }
 
-impl Shared {
-    fn queue_everything(&self) {
-        for claim in self.stores.claims.state() {
-            if let Some(key) = stores::claim_key(&claim) {
-                self.claims.add(key);
-            }
-        }
-        for volume in self.stores.volumes.state() {
-            if let Some(name) = volume.metadata.name.clone() {
-                self.volumes.add(name);
-            }
-        }
-    }
+/// `namespace/name`, as logs name a claim.
+fn claim_path(claim: &PersistentVolumeClaim) -> String {
+    format!("{}/{}", namespace_of(claim), name_of(claim))
+}
 
-    async fn publish<K: Resource<DynamicType = ()>>(&self, object: &K, event: &PlannedEvent) {
-        self.events.record(object, event).await;
-    }
+fn namespace_of(claim: &PersistentVolumeClaim) -> &str {
+    claim.metadata.namespace.as_deref().unwrap_or_default()
+}
 
-    /// Something that may change the published capacity happened (a class, a node, a volume).
-    fn capacity_changed(&self) {
-        if let Some(capacity) = &self.capacity {
-            capacity.nudge();
-        }
-    }
-
-    /// A class or node changed: the publisher refreshes if that changes which objects should exist.
-    fn capacity_keys_may_have_changed(&self) {
-        if let Some(capacity) = &self.capacity {
-            capacity.nudge_keys();
-        }
-    }
-
-    fn forget_pin(&self, uid: &str) {
-        self.pins.lock().unwrap_or_else(|p| p.into_inner()).remove(uid);
-    }
-
-    fn pin(&self, uid: &str) -> TopologyPin {
-        self.pins.lock().unwrap_or_else(|p| p.into_inner()).get(uid).cloned().unwrap_or_default()
-    }
-
-    fn keep_pin(&self, uid: &str, pin: TopologyPin) {
-        self.pins.lock().unwrap_or_else(|p| p.into_inner()).insert(uid.to_string(), pin);
-    }
-
-    fn deleted_volumes(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.deleted_volumes.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn own_writes(&self) -> std::sync::MutexGuard<'_, OwnWrites> {
-        self.own_writes.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Whether a claim version the watch shows should queue the claim: not when it is our own write.
-    fn claim_changed(&self, claim: &PersistentVolumeClaim) -> bool {
-        let (Some(uid), Some(version)) = (&claim.metadata.uid, &claim.metadata.resource_version) else { return true };
-        self.own_writes().observed(uid, version)
-    }
-
-    /// Runs the finalizer `write` on `claim` as one of our own writes; a foreign change seen meanwhile queues the
-    /// claim.
-    async fn own_write<F>(
-        &self,
-        claim: &PersistentVolumeClaim,
-        write: F,
-    ) -> Result<Updated<PersistentVolumeClaim>, kube::Error>
-    where
-        F: Future<Output = Result<Updated<PersistentVolumeClaim>, kube::Error>>,
-    {
-        let uid = claim.metadata.uid.clone().unwrap_or_default();
-        self.own_writes().begin(&uid);
-        let result = write.await;
-        let version = match &result {
-            Ok(Updated::Written(stored)) => stored.metadata.resource_version.clone(),
-            _ => None,
-        };
-        if self.own_writes().end(&uid, version.as_deref())
-            && let Some(key) = stores::claim_key(claim)
-        {
-            self.claims.add(key);
-        }
-        result
-    }
-
-    /// `--retry-interval-max`: how long an infeasible claim waits.
-    fn slow_retry(&self) -> Duration {
-        self.options.retry.max
-    }
+fn name_of(claim: &PersistentVolumeClaim) -> &str {
+    claim.metadata.name.as_deref().unwrap_or_default()
 }
 
 /// Whether the driver attaches volumes, so that VolumeAttachments are watched.

@@ -1,6 +1,7 @@
 //! `--node-deployment`, Immediate binding: the race between the instances for a claim without a selected node
-//! (item 72). The winner is whoever's Update writing its node into the claim goes through; everyone else sees that
-//! node in its cache and lets the claim go.
+//! (external-provisioner pkg/controller/controller.go, `becomeOwner`). Each instance waits a jittered, growing
+//! delay, checks that its node has the capacity, then writes its node into the claim; the winner is whoever's Update
+//! goes through, and everyone else sees that node in its cache and lets the claim go.
 
 use std::time::{Duration, Instant};
 
@@ -8,11 +9,10 @@ use csi_client::capabilities::ControllerCapability;
 use csi_client::proto::GetCapacityRequest;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::api::PostParams;
 use sidecar_runtime::Outcome;
+use sidecar_runtime::api_error::api_error_text;
 
-use super::provision::{api_error_text, claim_path};
-use super::{ClaimKey, Shared};
+use super::{ClaimKey, Shared, claim_path, prepare};
 use crate::translate::node_deployment::{
     Contest, NodeDeployment, capacity_sufficient, capacity_topologies, claim_selecting, contest, ownership_delay,
 };
@@ -27,135 +27,119 @@ enum Waited {
     Stopping,
 }
 
-impl Shared {
-    /// Waits, checks capacity, then tries to write this node into the claim. Returns once the claim is decided or
-    /// this instance gives up for now; a successful Update queues the claim again through its watch event, and that
-    /// run provisions it as a late-binding claim.
-    pub(super) async fn become_owner(&self, key: &ClaimKey, class: &StorageClass, local: &NodeDeployment) -> Outcome {
-        loop {
-            let attempts = self.ownership_attempt(&key.uid);
-            let delay = ownership_delay(local.base_delay, local.max_delay, attempts, jitter());
-            tracing::debug!(claim = %key_path(key), ?delay, attempts, "will try to become the claim's owner");
-            let claim = match self.wait_for_owner(key, local, delay).await {
-                Waited::Open(claim) => claim,
-                Waited::Settled(why) => {
-                    tracing::debug!(claim = %key_path(key), why, "not becoming the claim's owner");
-                    self.forget_ownership(&key.uid);
-                    return Outcome::Done;
-                }
-                Waited::Stopping => return Outcome::Done,
-            };
-            if !self.enough_capacity(&claim, class, local).await {
-                tracing::info!(claim = %claim_path(&claim), node = %local.node_name,
-                    "not enough capacity on this node; leaving the claim to other nodes for now");
-                // Capacity may be freed later, and other nodes may be full too: look again after the longest wait.
-                return Outcome::RetryAfter(local.max_delay);
+/// Waits, checks capacity, then tries to write this node into the claim. Returns once the claim is decided or
+/// this instance gives up for now; a successful Update queues the claim again through its watch event, and that
+/// run provisions it as a late-binding claim.
+pub(super) async fn become_owner(
+    shared: &Shared,
+    key: &ClaimKey,
+    class: &StorageClass,
+    local: &NodeDeployment,
+) -> Outcome {
+    loop {
+        let attempts = shared.memory.ownership_attempt(&key.uid);
+        let delay = ownership_delay(local.base_delay, local.max_delay, attempts, jitter());
+        tracing::debug!(claim = %key, ?delay, attempts, "will try to become the claim's owner");
+        let claim = match wait_for_owner(shared, key, local, delay).await {
+            Waited::Open(claim) => claim,
+            Waited::Settled(why) => {
+                tracing::debug!(claim = %key, why, "not becoming the claim's owner");
+                shared.memory.forget_ownership(&key.uid);
+                return Outcome::Done;
             }
-            let updated = claim_selecting(&claim, &local.node_name);
-            let api = self.claims_api(&claim);
-            match api.replace(&key.name, &PostParams::default(), &updated).await {
-                Ok(_) => {
-                    tracing::info!(claim = %claim_path(&claim), node = %local.node_name, "became the claim's owner");
-                    self.forget_ownership(&key.uid);
-                    return Outcome::Done;
-                }
-                Err(kube::Error::Api(status)) if status.code == 409 => {
-                    // Lost the race, or another writer changed the claim: wait longer and look again.
-                    tracing::debug!(claim = %claim_path(&claim), "conflict while taking the claim, trying again");
-                }
-                Err(kube::Error::Api(status)) if status.code == 404 => {
-                    self.forget_ownership(&key.uid);
-                    return Outcome::Done;
-                }
-                Err(err) => {
-                    tracing::warn!(claim = %claim_path(&claim), node = %local.node_name, error = %api_error_text(&err),
-                        "selecting this node for the claim failed");
-                    return Outcome::Retry;
-                }
-            }
-        }
-    }
-
-    /// Waits `delay`, looking at the cached claim every poll interval, and stops early once it is decided.
-    async fn wait_for_owner(&self, key: &ClaimKey, local: &NodeDeployment, delay: Duration) -> Waited {
-        let deadline = Instant::now() + delay;
-        loop {
-            let Some(claim) = self.stores.claim(key) else { return Waited::Settled("the claim is gone") };
-            match contest(&claim, &local.node_name) {
-                Contest::Open => {}
-                Contest::Taken(_) => return Waited::Settled("another node owns the claim"),
-                Contest::Mine => return Waited::Settled("this node owns the claim already"),
-                Contest::Bound => return Waited::Settled("the claim is bound"),
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Waited::Open(claim);
-            }
-            let pause = local.poll_interval().min(deadline - now);
-            tokio::select! {
-                _ = self.stopping.cancelled() => return Waited::Stopping,
-                _ = tokio::time::sleep(pause) => {}
-            }
-        }
-    }
-
-    /// GetCapacity for the request this node would send (item 72). Without GET_CAPACITY, or when the check cannot
-    /// be made, the answer is yes: provisioning then reports the problem, as upstream prefers.
-    async fn enough_capacity(
-        &self,
-        claim: &PersistentVolumeClaim,
-        class: &StorageClass,
-        local: &NodeDeployment,
-    ) -> bool {
-        if !self.provisioner.has(ControllerCapability::GetCapacity) {
-            return true;
-        }
-        let prepared = self.prepare(claim, class, Some(&local.node_name)).await;
-        self.forget_pin(claim.metadata.uid.as_deref().unwrap_or_default());
-        let request = match prepared {
-            Ok(prepared) => prepared.request,
-            Err(refusal) => {
-                tracing::info!(claim = %claim_path(claim), error = %refusal,
-                    "capacity check failed; trying to become the owner anyway");
-                return true;
-            }
+            Waited::Stopping => return Outcome::Done,
         };
-        let required = request.capacity_range.as_ref().map(|r| r.required_bytes).unwrap_or_default();
-        let mut available = Vec::new();
-        for topology in capacity_topologies(request.accessibility_requirements.as_ref()) {
-            let query = GetCapacityRequest {
-                volume_capabilities: request.volume_capabilities.clone(),
-                parameters: request.parameters.clone(),
-                accessible_topology: topology,
-            };
-            match self.csi.get_capacity(query).await {
-                Ok(answer) => available.push(answer.available_capacity),
-                Err(err) => {
-                    tracing::info!(claim = %claim_path(claim), error = %err,
-                        "GetCapacity failed; trying to become the owner anyway");
-                    return true;
-                }
+        if !enough_capacity(shared, &claim, class, local).await {
+            tracing::info!(claim = %claim_path(&claim), node = %local.node_name,
+                "not enough capacity on this node; leaving the claim to other nodes for now");
+            // Capacity may be freed later, and other nodes may be full too: look again after the longest wait.
+            return Outcome::RetryAfter(local.max_delay);
+        }
+        match shared.replace_claim(&claim_selecting(&claim, &local.node_name)).await {
+            Ok(_) => {
+                tracing::info!(claim = %claim_path(&claim), node = %local.node_name, "became the claim's owner");
+                shared.memory.forget_ownership(&key.uid);
+                return Outcome::Done;
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                // Lost the race, or another writer changed the claim: wait longer and look again.
+                tracing::debug!(claim = %claim_path(&claim), "conflict while taking the claim, trying again");
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                shared.memory.forget_ownership(&key.uid);
+                return Outcome::Done;
+            }
+            Err(err) => {
+                tracing::warn!(claim = %claim_path(&claim), node = %local.node_name, error = %api_error_text(&err),
+                    "selecting this node for the claim failed");
+                return Outcome::Retry;
             }
         }
-        capacity_sufficient(required, &available)
-    }
-
-    /// The number of earlier tries at this claim, counting this one.
-    fn ownership_attempt(&self, uid: &str) -> u32 {
-        let mut attempts = self.ownership_attempts.lock().unwrap_or_else(|p| p.into_inner());
-        let count = attempts.entry(uid.to_string()).or_default();
-        let earlier = *count;
-        *count = count.saturating_add(1);
-        earlier
-    }
-
-    pub(super) fn forget_ownership(&self, uid: &str) {
-        self.ownership_attempts.lock().unwrap_or_else(|p| p.into_inner()).remove(uid);
     }
 }
 
-fn key_path(key: &ClaimKey) -> String {
-    format!("{}/{}", key.namespace, key.name)
+/// Waits `delay`, looking at the cached claim every poll interval, and stops early once it is decided.
+async fn wait_for_owner(shared: &Shared, key: &ClaimKey, local: &NodeDeployment, delay: Duration) -> Waited {
+    let deadline = Instant::now() + delay;
+    loop {
+        let Some(claim) = shared.stores.claim(key) else { return Waited::Settled("the claim is gone") };
+        match contest(&claim, &local.node_name) {
+            Contest::Open => {}
+            Contest::Taken(_) => return Waited::Settled("another node owns the claim"),
+            Contest::Mine => return Waited::Settled("this node owns the claim already"),
+            Contest::Bound => return Waited::Settled("the claim is bound"),
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Waited::Open(claim);
+        }
+        let pause = local.poll_interval().min(deadline - now);
+        tokio::select! {
+            _ = shared.stop.cancelled() => return Waited::Stopping,
+            _ = tokio::time::sleep(pause) => {}
+        }
+    }
+}
+
+/// GetCapacity for the request this node would send (upstream's `checkCapacity`). Without GET_CAPACITY, or when the check cannot
+/// be made, the answer is yes: provisioning then reports the problem, as upstream prefers.
+async fn enough_capacity(
+    shared: &Shared,
+    claim: &PersistentVolumeClaim,
+    class: &StorageClass,
+    local: &NodeDeployment,
+) -> bool {
+    if !shared.provisioner.has(ControllerCapability::GetCapacity) {
+        return true;
+    }
+    let prepared = prepare::prepare(shared, claim, class, Some(&local.node_name)).await;
+    shared.memory.forget_pin(claim.metadata.uid.as_deref().unwrap_or_default());
+    let request = match prepared {
+        Ok(prepared) => prepared.request,
+        Err(refusal) => {
+            tracing::info!(claim = %claim_path(claim), error = %refusal,
+                "capacity check failed; trying to become the owner anyway");
+            return true;
+        }
+    };
+    let required = request.capacity_range.as_ref().map(|r| r.required_bytes).unwrap_or_default();
+    let mut available = Vec::new();
+    for topology in capacity_topologies(request.accessibility_requirements.as_ref()) {
+        let query = GetCapacityRequest {
+            volume_capabilities: request.volume_capabilities.clone(),
+            parameters: request.parameters.clone(),
+            accessible_topology: topology,
+        };
+        match shared.csi.get_capacity(query).await {
+            Ok(answer) => available.push(answer.available_capacity),
+            Err(err) => {
+                tracing::info!(claim = %claim_path(claim), error = %err,
+                    "GetCapacity failed; trying to become the owner anyway");
+                return true;
+            }
+        }
+    }
+    capacity_sufficient(required, &available)
 }
 
 /// A number in [0, 1) from the standard library's randomly keyed hasher: enough to spread the instances' waits.

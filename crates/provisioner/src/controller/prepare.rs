@@ -1,165 +1,102 @@
-//! Everything a provisioning attempt reads and computes before CreateVolume: the plan, the content source, the
-//! topology, the secrets, the VolumeAttributesClass, the request.
+//! The reads before CreateVolume: [`crate::translate::prepare::Preparation`] says what to read next and applies
+//! the rules; this file only reads (caches, Secrets, the API) and hands the plain answers back.
 
-use csi_client::proto::{CreateVolumeRequest, TopologyRequirement};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
-use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttributesClass};
 use kube::Api;
 use kube::api::ListParams;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
+use sidecar_runtime::api_error::api_error_text;
+use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent};
 
 use super::Shared;
-use super::provision::api_error_text;
-use crate::translate::api_errors::{data_source_refusal, grants_not_listed};
-use crate::translate::clone_source::clone_content_source;
-use crate::translate::create_volume::{CreateVolumePlan, ResolvedInputs, create_volume_plan, create_volume_request};
-use crate::translate::data_source::{ContentKind, DataSource, claim_data_source};
-use crate::translate::parameters::deprecation_warnings;
-use crate::translate::reference_grant::{ReferenceGrant, check_grant, needs_grant};
+use crate::translate::data_source::DataSource;
+use crate::translate::prepare::{Preparation, Prepared, Read};
+use crate::translate::reference_grant::ReferenceGrant;
 use crate::translate::refusal::Refusal;
-use crate::translate::secrets::{
-    Credentials, SecretKind, SecretRef, SecretReferences, credentials, secret_read_failure, secret_reference,
-    secret_references,
-};
-use crate::translate::topology::{TopologyInput, accessibility_requirements};
 
-/// A request ready to send, and what else the attempt needs afterwards.
-pub(super) struct Prepared {
-    pub(super) plan: CreateVolumePlan,
-    pub(super) request: CreateVolumeRequest,
-    pub(super) credentials: Credentials,
-    pub(super) references: SecretReferences,
-    /// The claim being cloned, which gets the clone-protection finalizer before the call.
-    pub(super) clone_source: Option<DataSource>,
-    /// The VolumeSnapshot being restored, which gets the source-protection finalizer before the call.
-    pub(super) snapshot_source: Option<DataSource>,
+/// Everything before the call, for `claim` of `class` (in its CSI form) on the selected `node`.
+pub(super) async fn prepare(
+    shared: &Shared,
+    claim: &PersistentVolumeClaim,
+    class: &StorageClass,
+    node: Option<&str>,
+) -> Result<Prepared, Refusal> {
+    let mut preparation = Preparation::new(claim, class, &shared.provisioner, node)?;
+    for warning in preparation.warnings() {
+        tracing::warn!(class = class.metadata.name.as_deref().unwrap_or_default(), "{warning}");
+    }
+    while let Some(read) = preparation.next_read()? {
+        match read {
+            Read::ReferenceGrants(namespace) => preparation.grants(reference_grants(shared, &namespace).await)?,
+            Read::Snapshot(source) => {
+                if let Some(warning) = preparation.snapshot(snapshot_and_content(shared, &source).await)? {
+                    tracing::warn!(claim = claim.metadata.name.as_deref().unwrap_or_default(), "{warning}");
+                }
+            }
+            Read::CloneSource(source) => {
+                let source_claim = shared.stores.claims.get(&ObjectRef::new(&source.name).within(&source.namespace));
+                let volume_name = source_claim.as_ref().and_then(|c| c.spec.as_ref()?.volume_name.clone());
+                let source_volume = volume_name.and_then(|name| shared.stores.volume(&name));
+                preparation.clone_source(source_claim.as_deref(), source_volume.as_deref())?;
+            }
+            Read::Topology => {
+                let (csi_nodes, nodes) = topology_nodes(shared);
+                let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+                let mut pin = shared.memory.pin(uid);
+                let requirements = preparation.topology(&csi_nodes, &nodes, &mut pin);
+                shared.memory.keep_pin(uid, pin);
+                requirements?;
+            }
+            Read::Secret(secret) => preparation.secret(shared.read_secret(&secret).await)?,
+            Read::VolumeAttributesClass(name) => {
+                let read = Api::<VolumeAttributesClass>::all(shared.client.clone()).get_opt(&name).await;
+                preparation.volume_attributes_class(read.map_err(|e| api_error_text(&e)))?;
+            }
+        }
+    }
+    preparation.request()
 }
 
-pub(super) fn cached<K: kube::Resource<DynamicType = ()> + Clone>(
-    store: &Option<kube::runtime::reflector::Store<K>>,
-) -> Vec<K> {
+/// The ReferenceGrants in `namespace` (listed when needed: grants are rare and not cached).
+async fn reference_grants(shared: &Shared, namespace: &str) -> Result<Vec<ReferenceGrant>, String> {
+    let grants: Api<ReferenceGrant> = Api::namespaced(shared.client.clone(), namespace);
+    grants.list(&ListParams::default()).await.map(|list| list.items).map_err(|e| api_error_text(&e))
+}
+
+/// The snapshot, and the content it is bound to. Snapshots are read with GETs when a restore needs them rather
+/// than watched: most clusters restore rarely, and a cluster-wide cache would cost memory in every provisioner. A
+/// content that cannot be read counts as missing (the rules then say the snapshot is not bound).
+async fn snapshot_and_content(
+    shared: &Shared,
+    source: &DataSource,
+) -> Result<(Option<VolumeSnapshot>, Option<VolumeSnapshotContent>), String> {
+    let snapshot = shared.snapshot(source).await.map_err(|e| api_error_text(&e))?;
+    let content_name = snapshot.as_ref().and_then(|s| s.status.as_ref()?.bound_volume_snapshot_content_name.clone());
+    let content = match content_name {
+        Some(name) => {
+            let contents: Api<VolumeSnapshotContent> = Api::all(shared.client.clone());
+            contents.get_opt(&name).await.unwrap_or_else(|err| {
+                tracing::warn!(content = %name, error = %err, "cannot read the snapshot's content");
+                None
+            })
+        }
+        None => None,
+    };
+    Ok((snapshot, content))
+}
+
+/// The nodes the topology is computed from: in node mode this node alone, as NodeGetInfo described it (upstream
+/// uses static stand-ins rather than watching, external-provisioner cmd/csi-provisioner/csi-provisioner.go); else
+/// the cached CSINodes and Nodes.
+fn topology_nodes(shared: &Shared) -> (Vec<CSINode>, Vec<Node>) {
+    let p = &shared.provisioner;
+    match &p.node_deployment {
+        Some(local) => (vec![local.local_csi_node(&p.driver_name)], vec![local.local_node()]),
+        None => (cached(&shared.stores.csi_nodes), cached(&shared.stores.nodes)),
+    }
+}
+
+fn cached<K: kube::Resource<DynamicType = ()> + Clone>(store: &Option<Store<K>>) -> Vec<K> {
     store.as_ref().map(|s| s.state().iter().map(|o| (**o).clone()).collect()).unwrap_or_default()
-}
-
-impl Shared {
-    /// Everything before the call: plan, content source, topology, secrets, VolumeAttributesClass, request.
-    pub(super) async fn prepare(
-        &self,
-        claim: &PersistentVolumeClaim,
-        class: &StorageClass,
-        node: Option<&str>,
-    ) -> Result<Prepared, Refusal> {
-        let p = &self.provisioner;
-        let source = claim_data_source(claim, p.features.cross_namespace_volume_data_source)?;
-        let plan = create_volume_plan(claim, class, p, source.as_ref())?;
-        for warning in deprecation_warnings(class.parameters.as_ref().unwrap_or(&Default::default())) {
-            tracing::warn!(class = class.metadata.name.as_deref().unwrap_or_default(), "{warning}");
-        }
-        if let Some((_, source)) = &plan.content {
-            self.check_cross_namespace_grant(claim, source).await?;
-        }
-        let (mut clone_source, mut snapshot_source) = (None, None);
-        let volume_content_source = match &plan.content {
-            None => None,
-            Some((ContentKind::Snapshot, source)) => {
-                let restore = self
-                    .snapshot_restore(claim, source, &class.provisioner)
-                    .await
-                    .map_err(|r| data_source_refusal(r, source))?;
-                snapshot_source = Some(source.clone());
-                Some(restore.content_source)
-            }
-            Some((ContentKind::Clone, source)) => {
-                let source_claim = self.stores.claims.get(&ObjectRef::new(&source.name).within(&source.namespace));
-                let source_volume_name = source_claim.as_ref().and_then(|c| c.spec.as_ref()?.volume_name.clone());
-                let source_volume = source_volume_name.and_then(|name| self.stores.volume(&name));
-                let content = clone_content_source(
-                    claim,
-                    source,
-                    source_claim.as_deref(),
-                    source_volume.as_deref(),
-                    &class.provisioner,
-                )
-                .map_err(|r| data_source_refusal(r, source))?;
-                clone_source = Some(source.clone());
-                Some(content)
-            }
-        };
-        let accessibility_requirements = if p.supports_topology() { self.topology(claim, class, node)? } else { None };
-
-        let parameters = class.parameters.clone().unwrap_or_default();
-        let secret = secret_reference(SecretKind::Provisioner, &parameters, &plan.volume_name, Some(claim))?;
-        let credentials = match &secret {
-            Some(secret) => self.read_secret(secret).await.map_err(|e| secret_read_failure(secret, &e))?,
-            None => Credentials::default(),
-        };
-        let references = secret_references(&parameters, &plan.volume_name, Some(claim))?;
-
-        let vac = match &plan.volume_attributes_class {
-            Some(name) => Api::<VolumeAttributesClass>::all(self.client.clone())
-                .get_opt(name)
-                .await
-                .map_err(|e| Refusal::no_change(api_error_text(&e)))?,
-            None => None,
-        };
-        let resolved = ResolvedInputs {
-            credentials: credentials.clone(),
-            volume_content_source,
-            accessibility_requirements,
-            volume_attributes_class: vac.as_ref(),
-        };
-        let request = create_volume_request(&plan, claim, class, p, resolved)?;
-        Ok(Prepared { plan, request, credentials, references, clone_source, snapshot_source })
-    }
-
-    /// A source in another namespace needs a ReferenceGrant there (item 57).
-    pub(super) async fn check_cross_namespace_grant(
-        &self,
-        claim: &PersistentVolumeClaim,
-        source: &DataSource,
-    ) -> Result<(), Refusal> {
-        let namespace = claim.metadata.namespace.as_deref().unwrap_or_default();
-        if !needs_grant(namespace, source) {
-            return Ok(());
-        }
-        let grants: Api<ReferenceGrant> = Api::namespaced(self.client.clone(), &source.namespace);
-        let grants = grants
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| grants_not_listed(&source.namespace, &api_error_text(&e)))?;
-        check_grant(namespace, claim.metadata.name.as_deref().unwrap_or_default(), source, grants.items.iter())
-    }
-
-    pub(super) fn topology(
-        &self,
-        claim: &PersistentVolumeClaim,
-        class: &StorageClass,
-        node: Option<&str>,
-    ) -> Result<Option<TopologyRequirement>, Refusal> {
-        let (csi_nodes, nodes) = match &self.provisioner.node_deployment {
-            Some(local) => (vec![local.local_csi_node(&self.provisioner.driver_name)], vec![local.local_node()]),
-            None => (cached(&self.stores.csi_nodes), cached(&self.stores.nodes)),
-        };
-        let input = TopologyInput {
-            driver_name: &self.provisioner.driver_name,
-            claim_name: claim.metadata.name.as_deref().unwrap_or_default(),
-            allowed_topologies: class.allowed_topologies.as_deref().unwrap_or_default(),
-            selected_node: node,
-            strict_topology: self.provisioner.strict_topology,
-            immediate_topology: self.provisioner.immediate_topology,
-            csi_nodes: &csi_nodes,
-            nodes: &nodes,
-        };
-        let uid = claim.metadata.uid.as_deref().unwrap_or_default();
-        let mut pin = self.pin(uid);
-        let requirements = accessibility_requirements(&input, &mut pin);
-        self.keep_pin(uid, pin);
-        requirements
-    }
-
-    /// The Secret's data. The error is the API's text, never the data.
-    pub(super) async fn read_secret(&self, secret: &SecretRef) -> Result<Credentials, String> {
-        let api: Api<Secret> = Api::namespaced(self.client.clone(), &secret.namespace);
-        api.get(&secret.name).await.map(|s| credentials(&s)).map_err(|e| api_error_text(&e))
-    }
 }

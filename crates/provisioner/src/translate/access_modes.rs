@@ -1,4 +1,5 @@
-//! PersistentVolume access modes → CSI volume capabilities (items 20–22; csi-lib-utils `accessmodes`).
+//! PersistentVolume access modes → CSI volume capabilities (one capability per access mode; csi-lib-utils
+//! `accessmodes`).
 
 use csi_client::proto::VolumeCapability;
 use csi_client::proto::volume_capability::{AccessMode, AccessType, BlockVolume, MountVolume};

@@ -1,5 +1,6 @@
-//! CSIStorageCapacity publishing (items 65–69): which objects should exist, what each says, and which existing
-//! ones are obsolete. The controller feeds it the caches and GetCapacity answers, and does the writes.
+//! CSIStorageCapacity publishing (external-provisioner pkg/capacity/capacity.go): which objects should exist, what each
+//! says, and which existing ones are obsolete. The controller feeds it the caches and GetCapacity answers, and does the
+//! writes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -221,7 +222,7 @@ fn is_controlled_by(object: &CSIStorageCapacity, owner: &OwnerReference) -> bool
     object.metadata.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == owner.uid)
 }
 
-/// One step of the owner walk (item 68): the object's controlling owner, if any.
+/// One step of the owner walk (external-provisioner pkg/owner/owner.go): the object's controlling owner, if any.
 pub fn controlling_owner(meta: &ObjectMeta) -> Option<&OwnerReference> {
     meta.owner_references.iter().flatten().find(|o| o.controller == Some(true))
 }

@@ -1,4 +1,5 @@
-//! Which claims this provisioner provisions, and when (reference §3.1).
+//! Which claims this provisioner provisions, and when (the upstream library's `shouldProvision` and
+//! `provisionClaimOperation`, sig-storage-lib-external-provisioner controller/controller.go).
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -19,20 +20,20 @@ pub enum ClaimDecision {
     },
     /// Nothing to do now; no event, no retry (a later change of the claim or class queues it again).
     Skip(Skip),
-    /// The StorageClass is missing: retry with backoff, no event (item 3).
+    /// The StorageClass is missing: retry with backoff, no event.
     Retry(String),
 }
 
 /// Why a claim is left alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Skip {
-    /// `spec.volumeName` is set (item 2).
+    /// `spec.volumeName` is set.
     AlreadyBound,
-    /// Another provisioner's claim, or no provisioner annotation at all (item 1).
+    /// Another provisioner's claim, or no provisioner annotation at all.
     NotOurs,
-    /// WaitForFirstConsumer without a selected node (item 4).
+    /// WaitForFirstConsumer without a selected node.
     WaitingForSelectedNode,
-    /// A PV with the library's name for this claim already exists (item 7).
+    /// A PV with the library's name for this claim already exists.
     VolumeExists(String),
     /// The class names another provisioner (it changed since the PV controller annotated the claim).
     ClassOfAnotherProvisioner(String),
@@ -46,8 +47,8 @@ pub fn claim_class_name(claim: &PersistentVolumeClaim) -> String {
     claim.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default()
 }
 
-/// The PV name the upstream library checks before provisioning: always `pvc-<uid>`, whatever
-/// `--volume-name-prefix` says (item 7).
+/// The PV name the upstream library checks before provisioning: always `pvc-<uid>`, whatever `--volume-name-prefix`
+/// says (`getProvisionedVolumeNameForClaim`).
 pub fn library_volume_name(claim: &PersistentVolumeClaim) -> String {
     format!("pvc-{}", claim.metadata.uid.as_deref().unwrap_or_default())
 }
@@ -65,7 +66,7 @@ fn annotation<'a>(claim: &'a PersistentVolumeClaim, key: &str) -> Option<&'a str
 }
 
 /// Whether the claim asks this provisioner for its volume: its provisioner annotation (or the beta one) names the
-/// driver or the in-tree name it migrates, or `pv.kubernetes.io/migrated-to` names the driver (item 1).
+/// driver or the in-tree name it migrates, or `pv.kubernetes.io/migrated-to` names the driver.
 pub fn is_our_claim(claim: &PersistentVolumeClaim, provisioner: &Provisioner) -> bool {
     let requested =
         annotation(claim, ANN_STORAGE_PROVISIONER).or_else(|| annotation(claim, ANN_BETA_STORAGE_PROVISIONER));

@@ -1,5 +1,5 @@
-//! Cloning a claim: the checks on the source claim and its volume, and when the source's clone-protection
-//! finalizer may go (items 55, 56).
+//! Cloning a claim: the checks on the source claim and its volume, and when the source's clone-protection finalizer may
+//! go (external-provisioner `getPVCSource`, and pkg/controller/clone_controller.go).
 
 use csi_client::proto::VolumeContentSource;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
@@ -95,8 +95,8 @@ pub fn has_clone_protection(claim: &PersistentVolumeClaim) -> bool {
     claim.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER_CLONE_PROTECTION)
 }
 
-/// Whether a source claim's clone protection may go: it is being deleted and no Pending claim in its namespace
-/// clones it (item 56).
+/// Whether a source claim's clone protection may go: it is being deleted and no Pending claim in its namespace clones
+/// it.
 pub fn clone_protection_releasable<'a>(
     source: &PersistentVolumeClaim,
     claims: impl IntoIterator<Item = &'a PersistentVolumeClaim>,

@@ -1,4 +1,4 @@
-//! The CreateVolume request for a claim (reference §3.2–3.4).
+//! The CreateVolume request for a claim (external-provisioner pkg/controller/controller.go, `prepareProvision`).
 //!
 //! Built in two steps, in upstream's order of checks, so that the controller can do its reads in between:
 //! [`create_volume_plan`] (capabilities, selector, name, fsType, size, capabilities per access mode), then — after
@@ -22,8 +22,8 @@ use super::refusal::Refusal;
 use super::secrets::Credentials;
 use sidecar_runtime::quantity::quantity_bytes;
 
-/// The CreateVolume `name` (and PV name): `<prefix>-<uid>`, or with a UUID length N ≥ 0 the UID without dashes cut
-/// to N characters (item 8).
+/// The CreateVolume `name` (and PV name): `<prefix>-<uid>`, or with a UUID length N ≥ 0 the UID without dashes cut to N
+/// characters (external-provisioner `makeVolumeName`). This name makes retries idempotent.
 pub fn volume_name(prefix: &str, claim_uid: &str, uuid_length: i64) -> Result<String, String> {
     if prefix.is_empty() {
         return Err("volume name prefix cannot be of length 0".to_string());
@@ -107,7 +107,8 @@ pub fn create_volume_plan(
     Ok(CreateVolumePlan { volume_name, fs_type, required_bytes, volume_capabilities, content, volume_attributes_class })
 }
 
-/// The driver must offer provisioning, and whatever the claim asks for beyond it (items 24, 51; §2 startup notes).
+/// The driver must offer provisioning (CONTROLLER_SERVICE, CREATE_DELETE_VOLUME), and whatever the claim asks for
+/// beyond it: snapshots, clones, a VolumeAttributesClass (external-provisioner `checkDriverCapabilities`).
 fn check_capabilities(
     provisioner: &Provisioner,
     content: Option<ContentKind>,
@@ -156,8 +157,8 @@ pub struct ResolvedInputs<'a> {
     pub volume_attributes_class: Option<&'a VolumeAttributesClass>,
 }
 
-/// The second step: the request itself. Refuses an unknown reserved parameter and a VolumeAttributesClass of
-/// another driver (items 12, 24).
+/// The second step: the request itself. Refuses an unknown reserved parameter and a VolumeAttributesClass of another
+/// driver.
 pub fn create_volume_request(
     plan: &CreateVolumePlan,
     claim: &PersistentVolumeClaim,
@@ -352,7 +353,7 @@ mod tests {
         );
         let table: Vec<Row> = vec![
             (
-                "§2: no CONTROLLER_SERVICE",
+                "a driver without CONTROLLER_SERVICE",
                 claim(),
                 class(&[]),
                 no_controller,
@@ -362,7 +363,7 @@ mod tests {
                 ),
             ),
             (
-                "§2: no CREATE_DELETE_VOLUME",
+                "a driver without CREATE_DELETE_VOLUME",
                 claim(),
                 class(&[]),
                 provisioner(&[]),
@@ -630,7 +631,7 @@ mod tests {
         assert_eq!(request.accessibility_requirements, Some(topology.clone()), "25");
         assert_eq!(request.mutable_parameters, HashMap::from([("iops".to_string(), "5000".to_string())]), "24");
 
-        // Without the topology capability the requirements are not sent (item 25).
+        // Without the topology capability the requirements are not sent.
         let mut flat = p.clone();
         flat.plugin_capabilities.services.remove(&PluginService::VolumeAccessibilityConstraints);
         let request = create_volume_request(

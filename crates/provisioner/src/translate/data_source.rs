@@ -1,4 +1,5 @@
-//! The claim's data source, normalised, and what kind of content it asks for (items 50, 51).
+//! The claim's data source, normalised (`spec.dataSource` first, else `spec.dataSourceRef`), and what kind of content
+//! it asks for (external-provisioner `dataSource` and `getVolumeContentSource`).
 //!
 //! Checking the source objects themselves (snapshot readiness, clone source state, ReferenceGrants) needs the API
 //! and is the controller's; it ends in a CSI `VolumeContentSource` passed to the request builder.
@@ -11,7 +12,7 @@ use super::names::{KIND_PERSISTENT_VOLUME_CLAIM, KIND_VOLUME_SNAPSHOT, SNAPSHOT_
 use super::refusal::Refusal;
 
 /// `spec.dataSource`, else `spec.dataSourceRef`, with the namespace filled in.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DataSource {
     pub kind: String,
     pub name: String,

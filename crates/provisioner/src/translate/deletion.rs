@@ -1,4 +1,6 @@
-//! What happens to a PersistentVolume: the reclaim-policy finalizer and deletion (reference §3.9, items 58–63).
+//! What happens to a PersistentVolume: the reclaim-policy finalizer and deletion (the upstream library's
+//! `handleProtectionFinalizer`, `shouldDelete` and `deleteVolumeOperation`, sig-storage-lib-external-provisioner
+//! controller/controller.go; external-provisioner `Delete`).
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
@@ -15,13 +17,14 @@ use super::secrets::{SecretKind, SecretRef, secret_reference};
 /// The work a PV needs from this provisioner now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VolumeAction {
-    /// Not this driver's volume (item 58), or nothing to do.
+    /// Not this driver's volume ([`is_our_volume`]), or nothing to do.
     Nothing,
-    /// Reclaim policy Delete and Bound: add `external-provisioner.volume.kubernetes.io/finalizer` (item 59).
+    /// Reclaim policy Delete, Bound and not being deleted: add `external-provisioner.volume.kubernetes.io/finalizer`.
     AddFinalizer,
-    /// Reclaim policy Retain or Recycle: the finalizer must go (item 59).
+    /// Reclaim policy Retain or Recycle: the finalizer must go.
     RemoveFinalizer,
-    /// Released with policy Delete: DeleteVolume, delete the PV, remove the finalizer (items 60, 63).
+    /// Released with policy Delete (being deleted too, while the finalizer is there): DeleteVolume, delete the PV,
+    /// remove the finalizer.
     Delete { volume_handle: String },
 }
 
@@ -77,7 +80,7 @@ pub fn volume_action(volume: &PersistentVolume, provisioner: &Provisioner) -> Vo
     VolumeAction::Nothing
 }
 
-/// Where DeleteVolume's secrets come from (item 61).
+/// Where DeleteVolume's secrets come from: the PV's deletion-secret annotations, else (older PVs) its StorageClass.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeletionSecret {
     /// The PV's annotations say there is none (empty values).
@@ -136,7 +139,8 @@ pub fn volume_finalizer_patch(wanted: bool) -> serde_json::Value {
     }
 }
 
-/// The node a VolumeAttachment of `volume_name` still attaches it to; deletion waits for it (item 62).
+/// The node a VolumeAttachment of `volume_name` still attaches it to; deletion waits for it (external-provisioner
+/// `canDeleteVolume`).
 pub fn attached_node<'a>(
     attachments: impl IntoIterator<Item = &'a VolumeAttachment>,
     volume_name: &str,

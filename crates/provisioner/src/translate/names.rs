@@ -1,5 +1,5 @@
 //! Every annotation, finalizer, label, StorageClass parameter key and event reason the provisioner reads or writes,
-//! spelled exactly as upstream external-provisioner and its library spell them (reference §3).
+//! spelled exactly as upstream external-provisioner and its library spell them.
 
 pub use sidecar_runtime::names::{
     ANN_CONTROLLER_MODIFY_SECRET_NAME, ANN_CONTROLLER_MODIFY_SECRET_NAMESPACE, PARAM_PV_NAME, PARAM_PVC_NAME,
@@ -65,7 +65,7 @@ pub const PARAM_NODE_EXPAND_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/node-ex
 pub const PARAM_CONTROLLER_MODIFY_SECRET_NAME: &str = "csi.storage.k8s.io/controller-modify-secret-name";
 pub const PARAM_CONTROLLER_MODIFY_SECRET_NAMESPACE: &str = "csi.storage.k8s.io/controller-modify-secret-namespace";
 
-/// Every reserved key the provisioner understands (item 11); any other reserved key is refused.
+/// Every reserved key the provisioner understands and removes before CreateVolume; any other reserved key is refused.
 pub const RESERVED_PARAMETERS: [&str; 17] = [
     PARAM_FSTYPE,
     PARAM_SECRET_NAME,

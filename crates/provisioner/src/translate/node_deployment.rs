@@ -1,5 +1,6 @@
-//! Distributed provisioning (`--node-deployment`, reference §3.12 and the node part of item 63): one provisioner per
-//! node next to the driver, each responsible only for volumes of its own node.
+//! Distributed provisioning (`--node-deployment`; external-provisioner `checkNode`, `becomeOwner` and the node check of
+//! `Delete`, pkg/controller/controller.go): one provisioner per node next to the driver, each responsible only for
+//! volumes of its own node.
 //!
 //! - The node's topology is what NodeGetInfo answered, served through a fixed Node and CSINode
 //!   ([`NodeDeployment::local_node`], [`NodeDeployment::local_csi_node`]) so that no instance watches every Node.
@@ -26,7 +27,7 @@ pub use super::provisioner::NodeDeployment;
 use super::provisioner::Provisioner;
 use super::topology::{TopologyInput, TopologyPin, accessibility_requirements};
 
-/// The poll interval while waiting never drops below this (item 72).
+/// The poll interval while waiting (a hundredth of the base delay) never drops below this.
 const MIN_POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 impl NodeDeployment {
@@ -66,9 +67,9 @@ impl NodeDeployment {
 /// What node mode says about a claim the general rules would provision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NodeCheck {
-    /// The claim's selected node is this node: provision it here (item 71).
+    /// The claim's selected node is this node: provision it here.
     Provision,
-    /// Immediate binding and no node yet: try to become its owner (item 72).
+    /// Immediate binding and no node yet: try to become its owner (`--node-deployment-immediate-binding`).
     Compete,
     /// Someone else's claim, or one this instance must not take; no event, no retry.
     NotOurs(String),
@@ -186,7 +187,7 @@ pub fn capacity_sufficient(required_bytes: i64, available: &[i64]) -> bool {
     required_bytes <= 0 || available.iter().any(|a| required_bytes <= *a)
 }
 
-/// Whether the PV can be used on this node, i.e. this instance created it (item 63): its required node affinity
+/// Whether the PV can be used on this node, i.e. this instance created it and deletes it: its required node affinity
 /// matches a node labelled with this node's segments. No affinity, or no topology from the driver, matches.
 pub fn volume_is_local(volume: &PersistentVolume, local: &NodeDeployment) -> bool {
     let required = volume.spec.as_ref().and_then(|s| s.node_affinity.as_ref()).and_then(|a| a.required.as_ref());

@@ -1,5 +1,5 @@
 //! StorageClass parameters: the fsType, the reserved `csi.storage.k8s.io/` keys kept from the driver, and the extra
-//! create metadata (items 11–14, 18, 23).
+//! create metadata (external-provisioner `prepareProvision` and `removePrefixedParameters`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -21,7 +21,7 @@ pub enum ParameterError {
 }
 
 /// The fsType for the volume: `csi.storage.k8s.io/fstype`, or the deprecated `fstype` (any case), or
-/// `--default-fstype`, or empty. Giving both keys is refused (item 14).
+/// `--default-fstype`, or empty. Giving both keys is refused.
 pub fn fs_type(parameters: &BTreeMap<String, String>, default_fs_type: &str) -> Result<String, ParameterError> {
     let mut found = parameters.iter().filter(|(key, _)| is_fs_type_key(key)).map(|(_, value)| value);
     let value = found.next();
@@ -38,7 +38,8 @@ fn is_fs_type_key(key: &str) -> bool {
     key == PARAM_FSTYPE || key.eq_ignore_ascii_case(DEPRECATED_PARAM_FSTYPE)
 }
 
-/// The warnings upstream logs for deprecated keys that are still honoured (item 13), one per key, sorted by key.
+/// The warnings upstream logs for deprecated keys that are still honoured and still passed to the driver, one per key,
+/// sorted by key.
 pub fn deprecation_warnings(parameters: &BTreeMap<String, String>) -> Vec<String> {
     let mut warnings = Vec::new();
     for key in parameters.keys() {
@@ -65,8 +66,8 @@ fn deprecation_warning(deprecated: &str, replacement: &str) -> String {
     )
 }
 
-/// The CreateVolume `parameters`: the class parameters without the reserved keys the provisioner understands. Any
-/// other reserved key is refused (items 11, 12, 23). Deprecated keys without the prefix are passed through.
+/// The CreateVolume `parameters`: the class parameters without the reserved keys the provisioner understands. Any other
+/// reserved key is refused. Deprecated keys without the prefix are passed through.
 pub fn create_volume_parameters(
     parameters: &BTreeMap<String, String>,
 ) -> Result<HashMap<String, String>, ParameterError> {
@@ -83,7 +84,8 @@ pub fn create_volume_parameters(
     Ok(out)
 }
 
-/// `--extra-create-metadata`: the claim's name and namespace and the PV name, added after stripping (item 18).
+/// `--extra-create-metadata`: the claim's name and namespace and the PV name, added after stripping, so the driver gets
+/// them.
 pub fn add_extra_create_metadata(
     parameters: &mut HashMap<String, String>,
     claim_name: &str,

@@ -1,4 +1,4 @@
-//! The PersistentVolume written for a created volume (reference §3.5, items 9, 27–32, 34).
+//! The PersistentVolume written for a created volume (external-provisioner pkg/controller/controller.go, `Provision`).
 
 use std::collections::BTreeMap;
 
@@ -26,7 +26,8 @@ use super::topology::volume_node_affinity;
 use sidecar_runtime::quantity::binary_si_quantity;
 
 /// A created volume that cannot be used: the controller deletes it (DeleteVolume with the provisioner secret, up to
-/// five tries within one `--timeout`) and CreateVolume is tried again (items 28, 29).
+/// five tries within one `--timeout`) and CreateVolume is tried again: a volume smaller than asked for, or without the
+/// content source asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VolumeRejection {
     CapacityTooSmall { created: i64, requested: i64 },

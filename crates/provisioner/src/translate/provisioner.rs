@@ -76,7 +76,8 @@ impl Provisioner {
         }
     }
 
-    /// The driver reports VOLUME_ACCESSIBILITY_CONSTRAINTS and the Topology gate is on (item 44).
+    /// The driver reports VOLUME_ACCESSIBILITY_CONSTRAINTS and the Topology gate is on: only then are CSINodes and
+    /// Nodes watched and accessibility requirements sent.
     pub fn supports_topology(&self) -> bool {
         self.features.topology && self.plugin_capabilities.has(PluginService::VolumeAccessibilityConstraints)
     }
@@ -91,8 +92,8 @@ impl Provisioner {
     }
 }
 
-/// `<unix-millis>-<random 0..9999>-<driver>[-<node>]`, the identity upstream writes into each PV (item 9); the node is
-/// appended in `--node-deployment` mode.
+/// `<unix-millis>-<random 0..9999>-<driver>[-<node>]`, the identity upstream writes into each PV's volume attributes;
+/// the node is appended in `--node-deployment` mode.
 pub fn provisioner_identity(unix_millis: i64, random: u32, driver_name: &str, node_name: Option<&str>) -> String {
     let mut identity = format!("{unix_millis}-{}-{driver_name}", random % 10_000);
     if let Some(node) = node_name {

@@ -1,5 +1,5 @@
-//! Cross-namespace data sources: a claim may use a source in another namespace only when a Gateway API
-//! ReferenceGrant in that namespace allows it (item 57).
+//! Cross-namespace data sources: a claim may use a source in another namespace only when a Gateway API ReferenceGrant
+//! in that namespace allows it (external-provisioner pkg/controller/util.go, `IsGranted`).
 
 pub use snapshot_api::reference_grant::{ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 

@@ -1,4 +1,6 @@
-//! Why a claim was not provisioned this time, what the user is told, and what happens next (reference §3.6).
+//! Why a claim was not provisioned this time, what the user is told, and what happens next (the upstream library's
+//! `ProvisioningState` and `provisionVolumeErrorHandling`, sig-storage-lib-external-provisioner controller/volume.go
+//! and controller/controller.go).
 
 use std::fmt;
 
@@ -71,7 +73,8 @@ impl Refusal {
         }
     }
 
-    /// The data source is for an external populator: a Normal event, then nothing more (item 51).
+    /// The data source is neither a VolumeSnapshot nor a claim, so an external populator fills it: a Normal event, then
+    /// nothing more.
     pub fn external_populator(kind: &str) -> Refusal {
         Refusal {
             kind: RefusalKind::Ignored {
@@ -119,7 +122,8 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// The state a failed CreateVolume leaves the claim in (item 35).
+/// The state a failed CreateVolume leaves the claim in (external-provisioner `checkError`): a call that may still be
+/// running is in the background, ResourceExhausted reschedules when it can, anything else is final.
 ///
 /// `may_reschedule` is true when the driver supports topology and the claim has a selected node: only then can
 /// ResourceExhausted hand the claim back to the scheduler.
@@ -131,7 +135,8 @@ pub fn provisioning_state(disposition: Disposition, may_reschedule: bool) -> Pro
     }
 }
 
-/// The refusal for a failed CreateVolume call (items 35 and 39).
+/// The refusal for a failed CreateVolume call; InvalidArgument is infeasible, retried only after `--retry-interval-max`
+/// (the upstream library's `markForSlowRetry`).
 ///
 /// A `Reschedule` acts only when the claim carries `volume.kubernetes.io/selected-node`: the controller removes the
 /// annotation and stops (if that update fails, the claim is retried as `Finished`); without the annotation it is

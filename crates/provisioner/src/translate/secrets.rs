@@ -1,4 +1,5 @@
-//! Secret references from StorageClass parameters, with their `${…}` templates (items 15–17).
+//! Secret references from StorageClass parameters, with their `${…}` templates (external-provisioner
+//! `getSecretReference`).
 //!
 //! Only references are resolved here; the controller reads the Secret and passes its data back through
 //! [`credentials`].
@@ -322,7 +323,7 @@ impl fmt::Debug for Credentials {
     }
 }
 
-/// The Secret's `data`, each value converted to a string (item 17).
+/// The Secret's `data`, each value converted to a string (external-provisioner `getCredentials`).
 pub fn credentials(secret: &Secret) -> Credentials {
     Credentials(
         secret

@@ -1,5 +1,6 @@
-//! Restoring from a VolumeSnapshot: the checks on the snapshot and its content (items 52, 53), and when the
-//! snapshot's source-protection finalizer may go (item 54).
+//! Restoring from a VolumeSnapshot: the checks on the snapshot and its content (external-provisioner
+//! `getSnapshotSource`), and when the snapshot's source-protection finalizer may go
+//! (pkg/controller/snapshot_finalizer_controller.go).
 
 use csi_client::proto::VolumeContentSource;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
@@ -98,8 +99,9 @@ pub fn snapshot_restore(
     Ok(SnapshotRestore { content_source: snapshot_content_source(handle), larger_than_snapshot })
 }
 
-/// Item 53: a restore into another volume mode needs the content's permission. Only a claim that states its mode
-/// is held to it, as upstream does.
+/// `--prevent-volume-mode-conversion`: a restore into another volume mode needs the content's
+/// `snapshot.storage.kubernetes.io/allow-volume-mode-change` annotation. Only a claim that states its mode is held to
+/// it, as upstream does.
 fn check_volume_mode(claim: &PersistentVolumeClaim, content: &VolumeSnapshotContent) -> Result<(), Refusal> {
     let claim_mode = claim.spec.as_ref().and_then(|s| s.volume_mode.as_deref());
     let (Some(source_mode), Some(claim_mode)) = (content.spec.source_volume_mode.as_deref(), claim_mode) else {
@@ -151,8 +153,8 @@ pub fn restores_from(claim: &PersistentVolumeClaim, namespace: &str, name: &str)
     refers_to(claim, KIND_VOLUME_SNAPSHOT, SNAPSHOT_API_GROUP, namespace, name)
 }
 
-/// Whether a snapshot's source protection may go (the orphan sweep, item 54): no claim that is still Pending (or
-/// has no phase yet) restores from it.
+/// Whether a snapshot's source protection may go (also the orphan sweep's test): no claim that is still Pending (or has
+/// no phase yet) restores from it.
 pub fn source_protection_releasable<'a>(
     snapshot: &VolumeSnapshot,
     claims: impl IntoIterator<Item = &'a PersistentVolumeClaim>,

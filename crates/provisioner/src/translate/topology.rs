@@ -1,5 +1,6 @@
 //! Where a volume may be created (CreateVolume `accessibility_requirements`) and where it can be used (the PV's
-//! `nodeAffinity`) — reference §3.7 and items 41, 42.
+//! `nodeAffinity`), as external-provisioner pkg/controller/topology.go computes them
+//! (`GenerateAccessibilityRequirements`, `GenerateVolumeNodeAffinity`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -61,8 +62,8 @@ fn go_map(map: &BTreeMap<String, String>) -> String {
 }
 
 /// What one claim's topology was computed from, kept by the controller per claim UID so that retries send the same
-/// requirements even when nodes change meanwhile (item 41). Start from `Default`; drop it on success, on a final
-/// error and on reschedule.
+/// requirements even when nodes change meanwhile (as upstream's `InMemoryStore`, external-provisioner
+/// pkg/controller/cache.go). Start from `Default`; drop it on success, on a final error and on reschedule.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TopologyPin {
     pub topology_keys: Vec<String>,
@@ -88,9 +89,10 @@ pub struct TopologyInput<'a> {
     pub nodes: &'a [Node],
 }
 
-/// The accessibility requirements for CreateVolume, or none (items 45–49). Call only when the driver supports
-/// topology. A missing CSINode for the selected node asks for a reschedule (item 42); every other failure is
-/// `NoChange`. `pin` is read first and filled in as upstream's per-claim cache is.
+/// The accessibility requirements for CreateVolume, or none: keys from the CSINodes, values from the Node labels, the
+/// selected node's segment preferred (late binding) or a spread over the segments (immediate binding). Call only when
+/// the driver supports topology. A missing CSINode for the selected node (the node was deleted) asks for a reschedule;
+/// every other failure is `NoChange`. `pin` is read first and filled in as upstream's per-claim cache is.
 pub fn accessibility_requirements(
     input: &TopologyInput<'_>,
     pin: &mut TopologyPin,
@@ -234,7 +236,7 @@ fn term_of(labels: &BTreeMap<String, String>, keys: &[String]) -> Option<Topolog
         .map(TopologyTerm::new)
 }
 
-/// The selected node's segment: from the pinned labels when they have every key, else from the Node (item 45).
+/// The selected node's segment: from the pinned labels when they have every key, else from the Node's labels.
 fn selected_node_term(
     input: &TopologyInput<'_>,
     node: &str,
@@ -264,7 +266,7 @@ fn selected_node_term(
 }
 
 /// Every segment in the cluster for the driver's keys: the selected node's keys, or (immediate binding) those of the
-/// first CSINode that has keys for the driver (items 47, 48).
+/// first CSINode that has keys for the driver (upstream's `aggregateTopologies`).
 fn aggregate(
     input: &TopologyInput<'_>,
     selected: Option<&str>,
@@ -332,8 +334,8 @@ fn flatten(allowed: &[TopologySelectorTerm]) -> Vec<TopologyTerm> {
     out
 }
 
-/// The FNV-1 hash of the claim name's StatefulSet part and the replica ordinal, so that the replicas of a
-/// StatefulSet start at different zones while the claims of one replica agree (item 48).
+/// The FNV-1 hash of the claim name's StatefulSet part and the replica ordinal, so that the replicas of a StatefulSet
+/// start at different zones while the claims of one replica agree (upstream's `getPVCNameHashAndIndexOffset`).
 fn stateful_set_spread(claim_name: &str) -> (u32, u32) {
     let mut hashed = claim_name;
     let mut index = 0;
@@ -354,8 +356,8 @@ fn stateful_set_spread(claim_name: &str) -> (u32, u32) {
     (hash, index)
 }
 
-/// The PV's node affinity from CreateVolume's `accessible_topology`: one term per topology, one `In [value]`
-/// expression per segment (item 30). Empty topologies are skipped; none left means no affinity.
+/// The PV's node affinity from CreateVolume's `accessible_topology`: one term per topology, one `In [value]` expression
+/// per segment. Empty topologies are skipped; none left means no affinity.
 pub fn volume_node_affinity(accessible_topology: &[Topology]) -> Option<VolumeNodeAffinity> {
     let terms: Vec<NodeSelectorTerm> = accessible_topology
         .iter()

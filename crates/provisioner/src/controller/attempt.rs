@@ -1,0 +1,148 @@
+//! One provisioning attempt: the request, the claim recorded in flight, the sources protected, CreateVolume, the PV
+//! (external-provisioner pkg/controller/controller.go, `Provision`). Beyond upstream, the claim is recorded in the
+//! API before the call (in the in-flight journal, else with the provisioning-protection finalizer), so that a crash
+//! or the claim's deletion cannot lose the volume.
+
+use std::time::Instant;
+
+use csi_client::proto::DeleteVolumeRequest;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::storage::v1::StorageClass;
+
+use super::{Shared, claim_path, name_of, namespace_of, prepare};
+use crate::translate::api_errors::claim_gone;
+use crate::translate::in_flight::{driver_is_done, has_provisioning_finalizer};
+use crate::translate::in_flight_entry::in_flight_entry;
+use crate::translate::migration::{api_volume, csi_class, is_migrated_class};
+use crate::translate::names::FINALIZER_PROVISIONING_PROTECTION;
+use crate::translate::persistent_volume::persistent_volume;
+use crate::translate::prepare::Prepared;
+use crate::translate::refusal::{ProvisioningState, Refusal, create_volume_failure};
+use crate::translate::secrets::Credentials;
+
+/// Attempts at deleting a volume the provisioner created but cannot use, within one `--timeout` (as upstream's
+/// `cleanupVolume`, external-provisioner pkg/controller/controller.go).
+const REJECTED_VOLUME_DELETE_ATTEMPTS: usize = 5;
+
+/// How a claim in flight is protected.
+enum Protection {
+    /// Its entry in the journal.
+    Journal { uid: String },
+    /// The finalizer, on the claim as stored.
+    Finalizer(Box<PersistentVolumeClaim>),
+}
+
+/// One attempt. Returns the PV name. `class` is the claim's class as stored: an in-tree class of the plugin the
+/// driver replaces is translated here, and its PV is then written in the in-tree form.
+pub(super) async fn try_provision(
+    shared: &Shared,
+    claim: &PersistentVolumeClaim,
+    class: &StorageClass,
+    node: Option<&str>,
+) -> Result<String, Refusal> {
+    let migrated = is_migrated_class(&shared.provisioner, class);
+    let class = csi_class(&shared.provisioner, class)?;
+    let Prepared { plan, request, credentials, references, clone_source, snapshot_source } =
+        prepare::prepare(shared, claim, &class, node).await?;
+
+    let protection = protect(shared, claim, &class).await?;
+    if let Some(source) = &clone_source {
+        shared.protect_clone_source(source).await?;
+    }
+    if let Some(source) = &snapshot_source {
+        shared.protect_snapshot(source).await?;
+    }
+    let may_reschedule = shared.provisioner.supports_topology() && node.is_some();
+    let response = match shared.csi_for(migrated).create_volume(request).await {
+        Ok(response) => response,
+        Err(err) => {
+            let refusal = create_volume_failure(&err, may_reschedule);
+            if driver_is_done(refusal.state) {
+                unprotect(shared, &protection).await;
+            }
+            return Err(refusal);
+        }
+    };
+    let volume = response.volume.unwrap_or_default();
+    let pv = match persistent_volume(&volume, &plan, &references, claim, &class, &shared.provisioner) {
+        Ok(pv) => pv,
+        Err(rejection) => {
+            let cleanup = delete_rejected_volume(shared, &volume.volume_id, credentials, migrated).await;
+            return Err(rejection.refusal(&plan.volume_name, cleanup.err().as_deref()));
+        }
+    };
+    let pv = match api_volume(pv, migrated) {
+        Ok(pv) => pv,
+        Err(message) => {
+            // As upstream: the volume cannot be recorded, so it goes; if that fails, try again later.
+            let state = match delete_rejected_volume(shared, &volume.volume_id, credentials, migrated).await {
+                Ok(()) => ProvisioningState::Finished,
+                Err(_) => ProvisioningState::InBackground,
+            };
+            return Err(Refusal::failed(state, message));
+        }
+    };
+    shared.save_volume(&pv).await?;
+    // The PV exists: the journal entry may go (with a later write). The finalizer waits for the claim to be Bound
+    // ([`crate::translate::in_flight`]), so that it is not written while the PV binder writes the claim.
+    if let Protection::Journal { uid } = &protection {
+        shared.journal.remove(uid);
+    }
+    if let Some(source) = &snapshot_source {
+        shared.release_snapshot(source, claim.metadata.uid.as_deref()).await;
+    }
+    Ok(plan.volume_name)
+}
+
+/// Records the claim before CreateVolume: in the journal (one write shared with every claim starting now), or
+/// with the finalizer when the journal cannot take it. A claim that carries the finalizer already keeps it.
+async fn protect(shared: &Shared, claim: &PersistentVolumeClaim, class: &StorageClass) -> Result<Protection, Refusal> {
+    if has_provisioning_finalizer(claim) {
+        return Ok(Protection::Finalizer(Box::new(claim.clone())));
+    }
+    let entry = in_flight_entry(claim, class);
+    match shared.journal.put(&entry.uid, entry.to_json()).await {
+        Ok(()) => return Ok(Protection::Journal { uid: entry.uid }),
+        Err(refused) => {
+            tracing::info!(claim = %claim_path(claim), reason = %refused,
+                "the in-flight journal cannot take the claim: protecting it with the finalizer")
+        }
+    }
+    let stored = shared
+        .add_finalizer(claim, FINALIZER_PROVISIONING_PROTECTION)
+        .await
+        .map_err(|e| Refusal::no_change(sidecar_runtime::api_error::api_error_text(&e)))?
+        .ok_or_else(|| claim_gone(namespace_of(claim), name_of(claim)))?;
+    Ok(Protection::Finalizer(Box::new(stored)))
+}
+
+/// The driver said it makes no volume: the record goes.
+async fn unprotect(shared: &Shared, protection: &Protection) {
+    match protection {
+        Protection::Journal { uid } => shared.journal.remove(uid),
+        Protection::Finalizer(claim) => shared.remove_claim_finalizer_logged(claim).await,
+    }
+}
+
+/// DeleteVolume for a volume that cannot be used, a few times within one timeout.
+async fn delete_rejected_volume(
+    shared: &Shared,
+    volume_id: &str,
+    credentials: Credentials,
+    migrated: bool,
+) -> Result<(), String> {
+    let secrets = credentials.into_map();
+    let deadline = Instant::now() + shared.csi.timeout();
+    let mut last = String::new();
+    for _ in 0..REJECTED_VOLUME_DELETE_ATTEMPTS {
+        let request = DeleteVolumeRequest { volume_id: volume_id.to_string(), secrets: secrets.clone() };
+        match shared.csi_for(migrated).delete_volume(request).await {
+            Ok(_) => return Ok(()),
+            Err(err) => last = err.go_text(),
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+    }
+    Err(last)
+}

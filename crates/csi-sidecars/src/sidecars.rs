@@ -33,8 +33,6 @@ pub enum ConfigError {
         #[source]
         source: SetupError,
     },
-    #[error("{sidecar}: {message}")]
-    Removed { sidecar: &'static str, message: String },
 }
 
 impl Configured {
@@ -45,10 +43,6 @@ impl Configured {
         let refused = |source| ConfigError::Refused { sidecar, source };
         Ok(match kind {
             Kind::Provisioner => {
-                let words = argv.iter().map(|a| a.to_string_lossy().into_owned());
-                if let Some(message) = provisioner::flags::removed_flag(words) {
-                    return Err(ConfigError::Removed { sidecar, message });
-                }
                 let args = try_parse_from(argv).map_err(flags)?;
                 Configured::Provisioner(provisioner::start::Config::from_args(args).map_err(refused)?)
             }

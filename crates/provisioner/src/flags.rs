@@ -3,12 +3,12 @@
 //!
 //! Flags for Go facilities (`--enable-pprof`) are accepted so that existing manifests keep working, and a warning
 //! names them when they ask for something ([`Args::unsupported`]). Flags upstream removed are refused with a message
-//! naming them ([`removed_flag`]).
+//! naming them ([`RemovedFlags`]).
 
 use std::time::Duration;
 
 use csi_client::proto::NodeGetInfoResponse;
-use sidecar_runtime::flags::{go_bool, go_duration};
+use sidecar_runtime::flags::{Removed, go_bool, go_duration, removed};
 use sidecar_runtime::{CommonArgs, RetryArgs};
 
 use crate::translate::node_deployment::NodeDeployment;
@@ -32,6 +32,8 @@ pub struct Args {
     pub common: CommonArgs,
     #[command(flatten)]
     pub retry: RetryArgs,
+    #[command(flatten)]
+    pub removed: RemovedFlags,
 
     /// Deadline of each CSI call.
     #[arg(long, default_value = "10s", value_parser = go_duration)]
@@ -129,26 +131,28 @@ pub struct CapacityPlacement {
     pub owner: Option<(String, u32)>,
 }
 
-/// Upstream flags that no longer exist (current upstream fails on them as unknown flags), and why.
-const REMOVED_FLAGS: [(&str, &str); 6] = [
-    ("provisioner", "the provisioner name is the driver name from GetPluginInfo"),
-    ("connection-timeout", "removed in 2.0; the provisioner waits for the driver indefinitely"),
-    ("enable-leader-election", "removed in 2.0; use --leader-election"),
-    ("leader-election-type", "removed in 2.0; leader election always uses Leases"),
-    ("provisioning-retry-count", "retries are unlimited; see --retry-interval-start/--retry-interval-max"),
-    ("deletion-retry-count", "retries are unlimited; see --retry-interval-start/--retry-interval-max"),
-];
-
-/// The first argument naming a flag upstream removed, with the message to print.
-pub fn removed_flag<I: IntoIterator<Item = String>>(argv: I) -> Option<String> {
-    argv.into_iter().skip(1).take_while(|a| a != "--").find_map(|arg| {
-        let name = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
-        let name = name.split('=').next().unwrap_or_default();
-        REMOVED_FLAGS
-            .iter()
-            .find(|(removed, _)| *removed == name)
-            .map(|(removed, why)| format!("flag --{removed} is no longer supported: {why}"))
-    })
+/// Upstream flags that no longer exist (current upstream fails on them as unknown flags): refused naming them and
+/// what replaced them ([`sidecar_runtime::flags::removed`]).
+#[derive(Clone, Debug, clap::Args)]
+pub struct RemovedFlags {
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "",
+          value_parser = removed("the provisioner name is the driver name from GetPluginInfo"))]
+    pub provisioner: Option<Removed>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "",
+          value_parser = removed("removed in 2.0; the provisioner waits for the driver indefinitely"))]
+    pub connection_timeout: Option<Removed>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "",
+          value_parser = removed("removed in 2.0; use --leader-election"))]
+    pub enable_leader_election: Option<Removed>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "",
+          value_parser = removed("removed in 2.0; leader election always uses Leases"))]
+    pub leader_election_type: Option<Removed>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "",
+          value_parser = removed("retries are unlimited; see --retry-interval-start/--retry-interval-max"))]
+    pub provisioning_retry_count: Option<Removed>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "",
+          value_parser = removed("retries are unlimited; see --retry-interval-start/--retry-interval-max"))]
+    pub deletion_retry_count: Option<Removed>,
 }
 
 impl Args {
@@ -290,20 +294,20 @@ mod tests {
     #[test]
     fn unknown_gates_and_removed_flags_are_refused() {
         assert!(parse(&["--feature-gates=NoSuchGate=true"]).unwrap().feature_gates().is_err());
-        let argv = |args: &[&str]| {
-            removed_flag(std::iter::once("p").chain(args.iter().copied()).map(String::from).collect::<Vec<_>>())
-        };
-        for flag in
-            ["--provisioner=x", "-connection-timeout=5s", "--enable-leader-election", "--leader-election-type=leases"]
-        {
-            let message = argv(&[flag]).unwrap_or_else(|| panic!("{flag} accepted"));
+        for flag in [
+            "--provisioner=x",
+            "-connection-timeout=5s",
+            "--enable-leader-election",
+            "--leader-election-type=leases",
+            "--provisioning-retry-count=3",
+            "-deletion-retry-count=3",
+        ] {
+            let message = parse(&[flag]).expect_err(flag).to_string();
             let name = flag.trim_start_matches('-').split('=').next().unwrap();
             assert!(message.contains(&format!("--{name}")), "{message}");
+            assert!(message.contains("no longer supported"), "{message}");
         }
-        assert!(argv(&["--provisioning-retry-count=3"]).is_some());
-        assert!(argv(&["--deletion-retry-count", "3"]).is_some());
-        assert_eq!(argv(&["--leader-election", "--timeout=1s"]), None);
-        assert_eq!(argv(&["--", "--provisioner"]), None);
+        assert!(parse(&["--leader-election", "--timeout=1s"]).is_ok());
     }
 
     #[test]

@@ -2,19 +2,15 @@
 //! volumes their reclaim policy lets go. A drop-in for the upstream image: same flags, Lease, events and metrics.
 //! The wiring is [`provisioner::start`], which `csi-sidecars` runs too.
 
-use provisioner::flags::{Args, removed_flag};
+use provisioner::flags::Args;
 use provisioner::start::{self, Config};
 use sidecar_runtime::Sidecar;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    if let Some(message) = removed_flag(std::env::args()) {
-        eprintln!("error: {message}");
-        std::process::exit(2);
-    }
     let args: Args = sidecar_runtime::flags::parse();
-    args.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
     let config = Config::from_args(args)?;
+    config.common().exit_if_version_requested(env!("CARGO_PKG_VERSION"));
     let mut sidecar = Sidecar::start(&config.common()).await?;
     let driver = sidecar.connect_driver(config.timeout()).await?;
     let provisioner = start::start(config, &mut sidecar, &driver).await?;

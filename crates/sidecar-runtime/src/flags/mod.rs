@@ -17,6 +17,7 @@
 
 mod argv;
 mod duration;
+mod removed;
 mod values;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,7 @@ use std::time::Duration;
 
 pub use argv::normalize_go_args;
 pub use duration::{DurationError, parse_go_duration};
+pub use removed::{Removed, removed};
 pub use values::{FeatureGates, KUBERNETES_GATES, ValueError, parse_go_bool, parse_labels};
 
 /// clap value parser for Go durations (`15s`, `1m30s`, `500ms`).

@@ -38,7 +38,6 @@ pub struct Args {
 impl Args {
     /// The feature gates, once the command line is known to be one upstream accepts.
     pub fn validate(&self) -> Result<Features, FlagError> {
-        self.removed.check()?;
         Ok(Features::from_gates(&self.common.feature_gates())?)
     }
 }
@@ -118,19 +117,14 @@ mod tests {
 
     #[test]
     fn refused_command_lines() {
-        // (rule, arguments): each parses, and validation refuses it.
-        let table = [
-            ("removed in v8.2", &["--enable-volume-group-snapshots"][..]),
-            ("removed in v8.2, Go form with a value", &["-enable-volume-group-snapshots=false"][..]),
-            ("an unknown gate", &["--feature-gates=Topology=true"][..]),
-        ];
-        for (rule, argv) in table {
-            let error = parse(argv).unwrap().validate().expect_err(rule);
-            if rule.starts_with("removed") {
-                assert_eq!(error, FlagError::EnableVolumeGroupSnapshotsRemoved, "{rule}");
-                assert!(error.to_string().contains("--enable-volume-group-snapshots"), "{rule}");
-            }
+        // Removed in v8.2: refused while parsing, naming the flag and its replacement.
+        for argv in [["--enable-volume-group-snapshots"], ["-enable-volume-group-snapshots=false"]] {
+            let error = parse(&argv).expect_err(argv[0]).to_string();
+            assert!(error.contains("--enable-volume-group-snapshots"), "{error}");
+            assert!(error.contains("use --feature-gates=CSIVolumeGroupSnapshot=true"), "{error}");
         }
+        // An unknown gate parses, and validation refuses it.
+        assert!(parse(&["--feature-gates=Topology=true"]).unwrap().validate().is_err());
         // Flags the controller never had, in any version, stay unknown.
         for argv in [["--timeout=1m"], ["--snapshot-name-prefix=x"]] {
             assert!(parse(&argv).is_err(), "{argv:?}");

@@ -14,7 +14,7 @@
 pub mod controller;
 pub mod sidecar;
 
-use sidecar_runtime::flags::{FeatureGates, ValueError};
+use sidecar_runtime::flags::{FeatureGates, Removed, ValueError, removed};
 
 /// `--feature-gates` name of volume group snapshots.
 pub const CSI_VOLUME_GROUP_SNAPSHOT: &str = "CSIVolumeGroupSnapshot";
@@ -48,10 +48,6 @@ impl Features {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FlagError {
     #[error(
-        "flag --enable-volume-group-snapshots was removed in v8.2: use --feature-gates={CSI_VOLUME_GROUP_SNAPSHOT}=true"
-    )]
-    EnableVolumeGroupSnapshotsRemoved,
-    #[error(
         "--node-deployment and --leader-election cannot be used together: each node's csi-snapshotter handles its own node's contents"
     )]
     NodeDeploymentWithLeaderElection,
@@ -65,21 +61,13 @@ pub enum FlagError {
     FeatureGates(#[from] ValueError),
 }
 
-/// `--enable-volume-group-snapshots`, which both binaries had up to v8.1: declared so that its use is refused with a
-/// message naming it and its replacement, rather than as an unknown flag.
+/// `--enable-volume-group-snapshots`, which both binaries had up to v8.1: refused naming it and its replacement
+/// ([`sidecar_runtime::flags::removed`]), rather than as an unknown flag.
 #[derive(Clone, Debug, clap::Args)]
 pub struct RemovedArgs {
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub enable_volume_group_snapshots: Option<String>,
-}
-
-impl RemovedArgs {
-    pub fn check(&self) -> Result<(), FlagError> {
-        match self.enable_volume_group_snapshots {
-            Some(_) => Err(FlagError::EnableVolumeGroupSnapshotsRemoved),
-            None => Ok(()),
-        }
-    }
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = "",
+          value_parser = removed("removed in v8.2: use --feature-gates=CSIVolumeGroupSnapshot=true"))]
+    pub enable_volume_group_snapshots: Option<Removed>,
 }
 
 /// Parses `argv` (without the program name) as `program` would, Go forms included.

@@ -55,7 +55,6 @@ pub struct Args {
 impl Args {
     /// The feature gates, once the command line is known to be one upstream accepts.
     pub fn validate(&self) -> Result<Features, FlagError> {
-        self.removed.check()?;
         let features = Features::from_gates(&self.common.feature_gates())?;
         if self.node_deployment && self.common.leader_election {
             return Err(FlagError::NodeDeploymentWithLeaderElection);
@@ -171,16 +170,6 @@ mod tests {
         // (rule, arguments, error)
         let table = [
             (
-                "removed in v8.2",
-                &["--enable-volume-group-snapshots=true"][..],
-                FlagError::EnableVolumeGroupSnapshotsRemoved,
-            ),
-            (
-                "removed in v8.2, bare",
-                &["-enable-volume-group-snapshots"][..],
-                FlagError::EnableVolumeGroupSnapshotsRemoved,
-            ),
-            (
                 "node deployment with leader election",
                 &["--node-deployment", "--leader-election"][..],
                 FlagError::NodeDeploymentWithLeaderElection,
@@ -202,8 +191,12 @@ mod tests {
         }
         let unused = parse(&["--groupsnapshot-name-prefix=", "--feature-gates=CSIVolumeGroupSnapshot=false"]).unwrap();
         assert!(unused.validate().is_ok(), "the group prefix matters only with group snapshots");
-        let message = FlagError::EnableVolumeGroupSnapshotsRemoved.to_string();
-        assert!(message.contains("--enable-volume-group-snapshots"), "{message}");
+        // Removed in v8.2: refused while parsing, naming the flag and its replacement.
+        for argv in [["--enable-volume-group-snapshots=true"], ["-enable-volume-group-snapshots"]] {
+            let message = parse(&argv).expect_err(argv[0]).to_string();
+            assert!(message.contains("--enable-volume-group-snapshots"), "{message}");
+            assert!(message.contains("use --feature-gates=CSIVolumeGroupSnapshot=true"), "{message}");
+        }
         // Both HTTP addresses: refused while parsing, naming both flags.
         let error = parse(&["--http-endpoint=:8080", "--metrics-address=:9000"]).unwrap_err().to_string();
         assert!(error.contains("--http-endpoint") && error.contains("--metrics-address"), "{error}");

@@ -17,9 +17,10 @@ use csi_client::proto::{
 use tonic::{Request, Response, Status};
 
 use crate::creations::{Kind, Outcome};
+use crate::instant::Instant;
 use crate::plugin::{Plugin, Shared};
 use crate::snapshots;
-use crate::state::{GroupSnapshot, Instant, State};
+use crate::state::{GroupSnapshot, State};
 use crate::storage;
 
 #[tonic::async_trait]

@@ -8,7 +8,7 @@
 //! Layout: [`flags`] (command line), [`server`] (socket and services), [`plugin`] (the call path shared
 //! by every RPC), one module per service ([`identity`], [`controller`], [`group`], [`node`]), the RPC
 //! logic ([`volumes`], [`snapshots`]), request checks ([`capability`], [`topology`], [`mutable`],
-//! [`paging`]), persistence ([`state`], [`storage`]), and what each Create call did with its name
+//! [`paging`]), persistence ([`state`], [`storage`], [`instant`]), and what each Create call did with its name
 //! ([`creations`], for tests that look for duplicated side effects).
 
 pub mod capability;
@@ -18,6 +18,7 @@ pub mod faults;
 pub mod flags;
 pub mod group;
 pub mod identity;
+pub mod instant;
 pub mod mutable;
 pub mod node;
 pub mod paging;

@@ -14,9 +14,10 @@ use csi_client::proto::{
 use tonic::Status;
 
 use crate::creations::{Kind, Outcome};
+use crate::instant::Instant;
 use crate::paging::page;
 use crate::plugin::Shared;
-use crate::state::{Change, Instant, Snapshot};
+use crate::state::{Change, Snapshot};
 use crate::storage;
 
 pub fn create(shared: &Shared, request: CreateSnapshotRequest) -> Result<CreateSnapshotResponse, Status> {

@@ -24,6 +24,7 @@ use tonic::{Request, Response, Status};
 
 use crate::capability::{access_type, allows_several_targets, attachment};
 use crate::plugin::{Plugin, Shared};
+use crate::publish::check_publish_context;
 use crate::state::{AccessType, Volume};
 use crate::storage;
 use crate::topology::node_topology;
@@ -118,6 +119,7 @@ fn stage(shared: &Shared, request: NodeStageVolumeRequest) -> Result<NodeStageVo
     shared.store().update(|change| {
         let volume = volume_mut(&mut change.state.volumes, id)?;
         check_type(volume, wanted.access_type)?;
+        check_publish_context(&shared.config, volume, &request.publish_context)?;
         if let Some(existing) = volume.staged.get(staging_path) {
             return match *existing == wanted {
                 true => Ok(NodeStageVolumeResponse {}),
@@ -155,6 +157,7 @@ fn publish(shared: &Shared, request: NodePublishVolumeRequest) -> Result<NodePub
     shared.store().update(|change| {
         let volume = volume_mut(&mut change.state.volumes, id)?;
         check_type(volume, wanted.access_type)?;
+        check_publish_context(&shared.config, volume, &request.publish_context)?;
         if !volume.staged.contains_key(&request.staging_target_path) {
             return Err(Status::failed_precondition(format!(
                 "volume {id} is not staged at {}",

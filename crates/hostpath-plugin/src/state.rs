@@ -72,6 +72,18 @@ pub struct Volume {
     /// Target path → how it was published.
     #[serde(default)]
     pub published: BTreeMap<String, Attachment>,
+    /// The node ControllerPublishVolume attached the volume to (`--attach-required` only).
+    #[serde(default)]
+    pub controller_publication: Option<ControllerPublication>,
+}
+
+/// A volume attached to a node by ControllerPublishVolume. Its `id` is new for every attachment and travels in the
+/// publish context, so NodeStageVolume can tell the current attachment from a stale context of an earlier one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControllerPublication {
+    pub node_id: String,
+    pub readonly: bool,
+    pub id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -282,6 +294,7 @@ mod tests {
             content_source: Some(ContentSource::Volume("other".into())),
             staged: BTreeMap::new(),
             published: BTreeMap::new(),
+            controller_publication: None,
         }
     }
 

@@ -116,8 +116,15 @@ fn create(
         let created = Instant::now();
         let mut snapshot_ids = Vec::new();
         for volume_id in &request.source_volume_ids {
-            let taken =
-                snapshots::take(change, volume_id, String::new(), parameters.clone(), Some(id.clone()), created);
+            let taken = snapshots::take(
+                &shared.config,
+                change,
+                volume_id,
+                String::new(),
+                parameters.clone(),
+                Some(id.clone()),
+                created,
+            );
             match taken {
                 Ok(snapshot) => snapshot_ids.push(snapshot.id),
                 Err(error) => {

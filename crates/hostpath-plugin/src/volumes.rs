@@ -91,6 +91,7 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
                     .volumes
                     .get(id)
                     .ok_or_else(|| Status::not_found(format!("volume {id} does not exist")))?;
+                settle_block_data(config, &change.layout.volume(id), volume)?;
                 Some((change.layout.volume(id), volume.access_type, volume.capacity_bytes, "volume"))
             }
         };
@@ -308,7 +309,8 @@ pub fn expand(
         }
         Ok(ControllerExpandVolumeResponse {
             capacity_bytes: volume.capacity_bytes,
-            node_expansion_required: volume.access_type == AccessType::Mount,
+            // A loop device over a block volume's file must learn the new size on the node.
+            node_expansion_required: volume.access_type == AccessType::Mount || config.node_mounts,
         })
     })
 }
@@ -476,4 +478,13 @@ fn listed_volume(volume: &Volume, config: &Config) -> proto::Volume {
         listed.volume_context.insert(ACCESS_MODES_CONTEXT_KEY.to_string(), volume.access_modes.join(","));
     }
     listed
+}
+
+/// Before a volume's data is copied (snapshot, clone): with `--node-mounts`, a staged block volume's loop device
+/// writes what it holds in memory to the file, so the copy has every write made through the device.
+pub(crate) fn settle_block_data(config: &Config, backing: &std::path::Path, volume: &Volume) -> Result<(), Status> {
+    if config.node_mounts && volume.access_type == AccessType::Block && !volume.staged.is_empty() {
+        crate::node_mounts::flush_block(backing)?;
+    }
+    Ok(())
 }

@@ -169,6 +169,26 @@ pub struct StandardArgs {
     pub log_json_info_buffer_size: Option<String>,
 }
 
+/// The long names of [`StandardArgs`]' flags, as upstream binaries list them among their own.
+pub const STANDARD_FLAGS: [&str; 9] = [
+    "automaxprocs",
+    "log-flush-frequency",
+    "log-json-info-buffer-size",
+    "log-json-split-stream",
+    "log-text-info-buffer-size",
+    "log-text-split-stream",
+    "logging-format",
+    "v",
+    "vmodule",
+];
+
+/// The long names of `P`'s flags, sorted: what a test compares with an upstream binary's flag list.
+pub fn long_flag_names<P: clap::CommandFactory>() -> Vec<String> {
+    let mut names: Vec<String> = P::command().get_arguments().filter_map(|a| a.get_long().map(String::from)).collect();
+    names.sort();
+    names
+}
+
 /// `--retry-interval-start` / `--retry-interval-max`: the per-object backoff of
 /// every upstream sidecar's work queues (1 s doubling up to 5 m).
 #[derive(Debug, Clone, Copy, clap::Args)]

@@ -228,3 +228,13 @@ fn a_typical_manifest_line() {
     assert_eq!(parsed.common.http_address(), Some(":8080"));
     assert_eq!(parsed.timeout, Duration::from_secs(30));
 }
+
+#[test]
+fn standard_flags_are_listed() {
+    #[derive(Debug, clap::Parser)]
+    struct Standard {
+        #[command(flatten)]
+        standard: StandardArgs,
+    }
+    assert_eq!(long_flag_names::<Standard>(), STANDARD_FLAGS);
+}

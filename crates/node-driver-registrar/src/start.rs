@@ -37,9 +37,8 @@ pub async fn run(args: Args) -> i32 {
         tracing::warn!("--enable-pprof has no effect: there is no Go profiler to serve");
     }
     let shutdown = Shutdown::on_signals();
-    let driver = tokio::select! {
-        driver = driver_name(&args.csi_address, args.timeout) => driver,
-        () = shutdown.triggered() => return 0,
+    let Some(driver) = shutdown.unless_triggered(driver_name(&args.csi_address, args.timeout)).await else {
+        return 0;
     };
     let driver = match driver {
         Ok(driver) => driver,

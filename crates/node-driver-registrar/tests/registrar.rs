@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use hostpath_plugin::mutable::MutableParameterPolicy;
-use hostpath_plugin::{Config, Plugin, server};
+use clap::Parser as _;
+use hostpath_plugin::flags::Flags;
+use hostpath_plugin::{Plugin, server};
 use hyper_util::rt::TokioIo;
 use node_driver_registrar::proto::registration_client::RegistrationClient;
 use node_driver_registrar::proto::{InfoRequest, RegistrationStatus};
@@ -44,19 +45,10 @@ impl Setup {
     fn start_driver(&self, faults: &str) {
         let fault_file = self.dir.path().join("faults.json");
         std::fs::write(&fault_file, faults).unwrap();
-        let config = Config {
-            driver_name: DRIVER.into(),
-            node_id: "node-1".into(),
-            state_dir: self.dir.path().join("state"),
-            max_volume_size: 1 << 30,
-            capacity: 1 << 30,
-            mutable_parameters: MutableParameterPolicy::from_flag(""),
-            fault_config: Some(fault_file),
-            attach_required: false,
-            node_mounts: false,
-            single_node_multi_writer: true,
-            block: true,
-        };
+        let state_dir = format!("--state-dir={}", self.dir.path().join("state").display());
+        let fault_config = format!("--fault-config={}", fault_file.display());
+        let args = ["hostpath-plugin", "--node-id=node-1", &state_dir, &fault_config, "--driver-name", DRIVER];
+        let config = Flags::try_parse_from(args).unwrap().config();
         let plugin = Plugin::open(config).unwrap();
         let listener = server::bind(&self.csi_socket()).unwrap();
         tokio::spawn(server::serve(plugin, listener, std::future::pending()));

@@ -1,5 +1,6 @@
 //! ControllerPublishVolume and ControllerUnpublishVolume for `--attach-required`: the checks the CSI spec asks
-//! for, and nothing recorded (a hostpath volume is reachable from its node without attaching).
+//! for, and the node IDs a volume is published to recorded for ListVolumes (a hostpath volume is reachable from its
+//! node without attaching; nothing else changes).
 
 use csi_client::proto::{
     ControllerPublishVolumeRequest, ControllerPublishVolumeResponse, ControllerUnpublishVolumeRequest,
@@ -24,13 +25,15 @@ pub fn publish(
     let capability =
         request.volume_capability.as_ref().ok_or_else(|| Status::invalid_argument("volume_capability is required"))?;
     access_type(capability)?;
-    if !shared.store().state().volumes.contains_key(&request.volume_id) {
-        return Err(Status::not_found(format!("volume {} does not exist", request.volume_id)));
-    }
     if request.node_id != shared.config.node_id {
         return Err(Status::not_found(format!("node {} does not exist", request.node_id)));
     }
-    Ok(ControllerPublishVolumeResponse { publish_context: Default::default() })
+    shared.store().update(|change| {
+        let volume = change.state.volumes.get_mut(&request.volume_id);
+        let volume = volume.ok_or_else(|| Status::not_found(format!("volume {} does not exist", request.volume_id)))?;
+        volume.published_nodes.insert(request.node_id.clone());
+        Ok(ControllerPublishVolumeResponse { publish_context: Default::default() })
+    })
 }
 
 pub fn unpublish(
@@ -41,8 +44,17 @@ pub fn unpublish(
     if request.volume_id.is_empty() {
         return Err(Status::invalid_argument("volume_id is required"));
     }
-    // Unpublishing what is not published (or no longer exists) succeeds: the call is idempotent.
-    Ok(ControllerUnpublishVolumeResponse {})
+    // Unpublishing what is not published (or no longer exists) succeeds: the call is idempotent. No node ID: from
+    // every node.
+    shared.store().update(|change| {
+        if let Some(volume) = change.state.volumes.get_mut(&request.volume_id) {
+            match request.node_id.is_empty() {
+                true => volume.published_nodes.clear(),
+                false => _ = volume.published_nodes.remove(&request.node_id),
+            }
+        }
+        Ok(ControllerUnpublishVolumeResponse {})
+    })
 }
 
 fn check_served(shared: &Shared) -> Result<(), Status> {

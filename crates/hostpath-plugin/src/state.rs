@@ -6,7 +6,7 @@
 //! failed change leaves nothing behind. A restarted plugin, or one killed at any instruction, reads back
 //! exactly what it last answered.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -89,6 +89,10 @@ pub struct Volume {
     /// Target path → how it was published.
     #[serde(default)]
     pub published: BTreeMap<String, Attachment>,
+    /// The node IDs ControllerPublishVolume published the volume to (`--attach-required`), as ListVolumes reports
+    /// them.
+    #[serde(default)]
+    pub published_nodes: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -298,6 +302,7 @@ mod tests {
             mutable_parameters: BTreeMap::from([("iops".into(), "100".into())]),
             content_source: Some(ContentSource::Volume("other".into())),
             staged: BTreeMap::new(),
+            published_nodes: BTreeSet::new(),
             published: BTreeMap::new(),
         }
     }

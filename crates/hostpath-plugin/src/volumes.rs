@@ -125,6 +125,7 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
             content_source: source,
             staged: BTreeMap::new(),
             published: BTreeMap::new(),
+            published_nodes: Default::default(),
         };
         let response = CreateVolumeResponse { volume: Some(created_volume(&volume, config)) };
         change.state.volumes.insert(id, volume);
@@ -203,8 +204,12 @@ pub fn list(shared: &Shared, request: ListVolumesRequest) -> Result<ListVolumesR
         .volumes
         .values()
         .map(|volume| {
-            let entry =
-                list_volumes_response::Entry { volume: Some(listed_volume(volume, &shared.config)), status: None };
+            // With --attach-required the plugin has LIST_VOLUMES_PUBLISHED_NODES: each entry says where it is published.
+            let status = shared.config.attach_required.then(|| list_volumes_response::VolumeStatus {
+                published_node_ids: volume.published_nodes.iter().cloned().collect(),
+                volume_condition: None,
+            });
+            let entry = list_volumes_response::Entry { volume: Some(listed_volume(volume, &shared.config)), status };
             (volume.sequence, entry)
         })
         .collect();

@@ -65,3 +65,31 @@ async fn publish_is_served_only_when_attach_is_required() {
         controller.controller_unpublish_volume(request).await.unwrap_or_else(|e| panic!("unpublish {volume}: {e}"));
     }
 }
+
+#[tokio::test]
+async fn list_volumes_reports_the_nodes_a_volume_is_published_to() {
+    use csi_client::proto::ListVolumesRequest;
+    let plugin = TestPlugin::start_with(|c| c.attach_required = true).await;
+    let mut controller = plugin.controller().await;
+    let capabilities = controller.controller_get_capabilities(ControllerGetCapabilitiesRequest {}).await.unwrap();
+    let advertised = capabilities.into_inner().capabilities.into_iter().filter_map(|c| c.r#type).any(|t| {
+        let csi_client::proto::controller_service_capability::Type::Rpc(r) = t;
+        r.r#type == rpc::Type::ListVolumesPublishedNodes as i32
+    });
+    assert!(advertised, "LIST_VOLUMES_PUBLISHED_NODES with --attach-required");
+    let volume = controller.create_volume(create_request("pv-1", 1 << 20, mount())).await.unwrap().into_inner();
+    let volume_id = volume.volume.unwrap().volume_id;
+    let published = |mut controller: csi_client::proto::controller_client::ControllerClient<_>| async move {
+        let listed = controller.list_volumes(ListVolumesRequest::default()).await.unwrap().into_inner();
+        listed.entries[0].status.as_ref().expect("a status per entry").published_node_ids.clone()
+    };
+    assert!(published(controller.clone()).await.is_empty());
+    for _ in 0..2 {
+        controller.controller_publish_volume(publish_request(&volume_id, NODE)).await.unwrap();
+    }
+    assert_eq!(published(controller.clone()).await, vec![NODE.to_string()], "published once, however often asked");
+    let unpublish =
+        ControllerUnpublishVolumeRequest { volume_id: volume_id.clone(), node_id: NODE.into(), ..Default::default() };
+    controller.controller_unpublish_volume(unpublish).await.unwrap();
+    assert!(published(controller.clone()).await.is_empty(), "unpublished");
+}

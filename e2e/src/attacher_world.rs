@@ -36,8 +36,9 @@ pub struct AttacherWorld {
     /// The node every VolumeAttachment of the world names.
     pub node: String,
     faults: tempfile::NamedTempFile,
-    volumes: Vec<String>,
-    attachments: Vec<String>,
+    /// PVs and VolumeAttachments removed when the world is dropped.
+    pub volumes: Vec<String>,
+    pub attachments: Vec<String>,
     csi_nodes: Vec<String>,
 }
 
@@ -45,15 +46,20 @@ impl AttacherWorld {
     /// `attaching`: the plugin serves ControllerPublishVolume (`--attach-required`); else it attaches nothing. The
     /// plugin logs every request (`-v=4`), which the tests count.
     pub async fn new(prefix: &str, attaching: bool) -> AttacherWorld {
-        AttacherWorld::start(prefix, attaching, None).await
+        AttacherWorld::start(prefix, attaching, None, &[]).await
     }
 
     /// An attaching world whose plugin is named `driver` (a CSI migration target such as `pd.csi.storage.gke.io`).
     pub async fn for_driver(prefix: &str, driver: &str) -> AttacherWorld {
-        AttacherWorld::start(prefix, true, Some(driver)).await
+        AttacherWorld::start(prefix, true, Some(driver), &[]).await
     }
 
-    async fn start(prefix: &str, attaching: bool, driver: Option<&str>) -> AttacherWorld {
+    /// An attaching world whose plugin gets `plugin_args` too (a later `-v` wins over the world's).
+    pub async fn with_plugin_args(prefix: &str, plugin_args: &[&str]) -> AttacherWorld {
+        AttacherWorld::start(prefix, true, None, plugin_args).await
+    }
+
+    async fn start(prefix: &str, attaching: bool, driver: Option<&str>, extra: &[&str]) -> AttacherWorld {
         let faults = tempfile::NamedTempFile::new().expect("fault file");
         std::fs::write(faults.path(), "{}").expect("no faults yet");
         let fault_flag = format!("--fault-config={}", faults.path().display());
@@ -61,6 +67,7 @@ impl AttacherWorld {
         if attaching {
             plugin_args.push("--attach-required");
         }
+        plugin_args.extend(extra);
         let base = DriverWorld::start(Sidecar::Attacher, prefix, driver, &plugin_args).await;
         let node = format!("{}-node", base.ns());
         AttacherWorld { base, node, faults, volumes: Vec::new(), attachments: Vec::new(), csi_nodes: Vec::new() }
@@ -124,9 +131,17 @@ impl AttacherWorld {
         let name = format!("{}-{short}", self.ns());
         let created = self.csictl(&["create-volume", &name, "--size", "1Gi"]);
         let volume_id = created["volume_id"].as_str().expect("volume id").to_string();
+        let pv = self.csi_volume_object(&name, &volume_id, publish_secret);
+        self.pvs().create(&PostParams::default(), &pv).await.unwrap();
+        self.volumes.push(name.clone());
+        (name, volume_id)
+    }
+
+    /// A 1Gi ReadWriteOnce CSI PV (Retain) of the world's driver naming `volume_id`.
+    pub fn csi_volume_object(&self, name: &str, volume_id: &str, publish_secret: Option<&str>) -> PersistentVolume {
         let csi = CSIPersistentVolumeSource {
             driver: self.driver.clone(),
-            volume_handle: volume_id.clone(),
+            volume_handle: volume_id.to_string(),
             fs_type: Some("ext4".into()),
             controller_publish_secret_ref: publish_secret.map(|secret| SecretReference {
                 name: Some(secret.to_string()),
@@ -134,41 +149,34 @@ impl AttacherWorld {
             }),
             ..Default::default()
         };
-        self.create_pv(&name, PersistentVolumeSpec { csi: Some(csi), ..Default::default() }).await;
-        (name, volume_id)
+        pv_object(name, PersistentVolumeSpec { csi: Some(csi), ..Default::default() })
     }
 
     /// An in-tree GCE PD PV of the disk `pd_name` (CSI migration), without a backend volume. Returns its name.
     pub async fn in_tree_volume(&mut self, short: &str, pd_name: &str) -> String {
         let name = format!("{}-{short}", self.ns());
         let disk = GCEPersistentDiskVolumeSource { pd_name: pd_name.to_string(), ..Default::default() };
-        self.create_pv(&name, PersistentVolumeSpec { gce_persistent_disk: Some(disk), ..Default::default() }).await;
-        name
-    }
-
-    /// A 1Gi ReadWriteOnce PV (Retain) of the given source.
-    async fn create_pv(&mut self, name: &str, source: PersistentVolumeSpec) {
-        let pv = PersistentVolume {
-            metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
-            spec: Some(PersistentVolumeSpec {
-                capacity: Some(BTreeMap::from([("storage".to_string(), Quantity("1Gi".into()))])),
-                access_modes: Some(vec!["ReadWriteOnce".into()]),
-                persistent_volume_reclaim_policy: Some("Retain".into()),
-                ..source
-            }),
-            ..Default::default()
-        };
+        let pv = pv_object(&name, PersistentVolumeSpec { gce_persistent_disk: Some(disk), ..Default::default() });
         self.pvs().create(&PostParams::default(), &pv).await.unwrap();
-        self.volumes.push(name.to_string());
+        self.volumes.push(name.clone());
+        name
     }
 
     /// A VolumeAttachment of `pv` to the world's node, as the attach-detach controller writes one (`finalizers`:
     /// others' finalizers it starts with). Returns its name.
     pub async fn attach(&mut self, short: &str, pv: &str, finalizers: &[&str]) -> String {
         let name = format!("{}-{short}", self.ns());
-        let attachment = VolumeAttachment {
+        let attachment = self.attachment_object(&name, pv, finalizers);
+        self.attachments().create(&PostParams::default(), &attachment).await.unwrap();
+        self.attachments.push(name.clone());
+        name
+    }
+
+    /// The VolumeAttachment `name` of `pv` to the world's node, with `finalizers`.
+    pub fn attachment_object(&self, name: &str, pv: &str, finalizers: &[&str]) -> VolumeAttachment {
+        VolumeAttachment {
             metadata: ObjectMeta {
-                name: Some(name.clone()),
+                name: Some(name.to_string()),
                 finalizers: (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect()),
                 ..Default::default()
             },
@@ -178,10 +186,7 @@ impl AttacherWorld {
                 source: VolumeAttachmentSource { persistent_volume_name: Some(pv.to_string()), ..Default::default() },
             },
             status: None,
-        };
-        self.attachments().create(&PostParams::default(), &attachment).await.unwrap();
-        self.attachments.push(name.clone());
-        name
+        }
     }
 
     pub async fn secret(&self, name: &str, key: &str, value: &str) {
@@ -247,6 +252,20 @@ impl AttacherWorld {
         let method = format!("method=\"{method}\"");
         let volume = format!("volume_id: \"{volume_id}\"");
         log.lines().filter(|line| line.contains(&method) && line.contains(&volume)).count()
+    }
+}
+
+/// A 1Gi ReadWriteOnce PV (Retain) of the given source.
+fn pv_object(name: &str, source: PersistentVolumeSpec) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some(BTreeMap::from([("storage".to_string(), Quantity("1Gi".into()))])),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            persistent_volume_reclaim_policy: Some("Retain".into()),
+            ..source
+        }),
+        ..Default::default()
     }
 }
 

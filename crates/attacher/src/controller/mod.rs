@@ -106,7 +106,7 @@ impl Controller {
             Handling::MarkAttached => {
                 Loop::new(shared.clone(), watches)
                     .queue(&shared.attach, workers, mark_attached::sync)
-                    .resync(resync, |shared| shared.stores.attachment_names())
+                    .resync(resync, |shared| shared.stores.names_to(&shared.options.driver, None))
                     .serve(&stop)
                     .await
             }
@@ -114,9 +114,9 @@ impl Controller {
                 let sweep = reconcile.then_some(shared.options.reconcile_sync);
                 Loop::new(shared.clone(), watches)
                     .queue(&shared.attach, workers, attach::sync)
-                    .resync(resync, |shared| shared.stores.names_to(Direction::Attach))
+                    .resync(resync, |shared| shared.stores.names_to(&shared.options.driver, Some(Direction::Attach)))
                     .queue(&shared.detach, workers, detach::sync)
-                    .resync(resync, |shared| shared.stores.names_to(Direction::Detach))
+                    .resync(resync, |shared| shared.stores.names_to(&shared.options.driver, Some(Direction::Detach)))
                     .queue(&shared.volumes, workers, volume::sync)
                     .resync(resync, |shared| shared.stores.volumes_to_sync(&shared.options.driver))
                     .task(move |shared, stop| reconcile::run(shared, sweep, stop))

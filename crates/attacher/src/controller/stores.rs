@@ -50,15 +50,14 @@ impl Stores {
         self.csi_nodes.as_ref()?.get(&ObjectRef::new(name))
     }
 
-    /// Every VolumeAttachment's name (the resync of a driver that attaches nothing).
-    pub fn attachment_names(&self) -> Vec<String> {
-        self.attachments.state().iter().filter_map(|va| va.metadata.name.clone()).collect()
-    }
-
-    /// The VolumeAttachments a resync queues in `direction`.
-    pub fn names_to(&self, direction: Direction) -> Vec<String> {
+    /// The names of the driver's VolumeAttachments that a resync queues in `direction` (`None`: every one, for a
+    /// driver that attaches nothing).
+    pub fn names_to(&self, driver: &str, direction: Option<Direction>) -> Vec<String> {
         let state = self.attachments.state();
-        state.iter().filter(|va| filter::direction(va) == direction).filter_map(|va| va.metadata.name.clone()).collect()
+        let wanted = |va: &VolumeAttachment| {
+            filter::for_driver(va, driver) && direction.is_none_or(|d| filter::direction(va) == d)
+        };
+        state.iter().filter(|va| wanted(va)).filter_map(|va| va.metadata.name.clone()).collect()
     }
 
     /// The PVs whose finalizer may have to go.

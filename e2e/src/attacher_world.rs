@@ -25,7 +25,8 @@ use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::driver_world::DriverWorld;
-use crate::{PLUGIN_NODE_ID, Process, Sidecar, binary, eventually, free_port, wait_for};
+use crate::sidecar_mode::sidecar_command;
+use crate::{PLUGIN_NODE_ID, Process, Sidecar, eventually, free_port, wait_for};
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -92,12 +93,13 @@ impl AttacherWorld {
         args
     }
 
-    /// Starts csi-attacher (in the world's namespace, as in a pod); returns it and its metrics port.
+    /// Starts csi-attacher (in the world's namespace, as in a pod; as `csi-sidecars` with `E2E_SIDECAR_MODE=combined`
+    /// once it runs the attacher); returns it and its metrics port.
     pub fn start_attacher(&mut self, name: &str, extra: &[&str]) -> (Process, u16) {
         let port = free_port();
-        let args = self.attacher_args(port, extra);
+        let (program, args) = sidecar_command("csi-attacher", self.attacher_args(port, extra));
         let ns = self.ns().to_string();
-        let process = self.scenario.start_with_env(name, &binary("csi-attacher"), &args, &[("POD_NAMESPACE", &ns)]);
+        let process = self.scenario.start_with_env(name, &program, &args, &[("POD_NAMESPACE", &ns)]);
         (process, port)
     }
 

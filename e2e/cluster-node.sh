@@ -42,6 +42,10 @@ node_missing() {
 	[[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback ]] ||
 		echo "CNI plugins in /usr/lib/cni (bridge, host-local, loopback)"
 	[[ -d /sys/fs/cgroup/memory ]] || echo "cgroup v1 memory controller at /sys/fs/cgroup/memory"
+	# The node suite's images (e2e/node-images.sh): a static busybox for the test pods, objcopy for ours.
+	command -v objcopy >/dev/null 2>&1 || echo "objcopy (binutils)"
+	{ ldd "$(command -v busybox || echo /nonexistent)" 2>&1 || true; } | grep -q 'not a dynamic executable' ||
+		echo "a static busybox (busybox-static)"
 	grep -qw overlay /proc/filesystems 2>/dev/null || echo "overlay filesystem"
 }
 

@@ -86,8 +86,7 @@ build_busybox() {
 	local archive="$OUT_DIR/busybox.oci.tar" bb applet
 	bb="$(command -v busybox || true)"
 	[[ -n "$bb" ]] || die "busybox not found (apt-get install busybox-static)"
-	file -L "$bb" 2>/dev/null | grep -q 'statically linked' || ldd "$bb" 2>&1 | grep -q 'not a dynamic' ||
-		die "$bb is not statically linked (apt-get install busybox-static)"
+	{ ldd "$bb" 2>&1 || true; } | grep -q 'not a dynamic executable' || die "$bb is not statically linked (apt-get install busybox-static)"
 	[[ -f "$archive" && "$archive" -nt "$bb" ]] && return 0
 	WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
 	oci_begin "$WORK"

@@ -15,6 +15,8 @@ pub mod group_world;
 pub mod helm;
 mod http;
 mod namespace;
+pub mod node;
+pub mod node_driver;
 pub mod plugin_command;
 mod process;
 pub mod provisioner_world;

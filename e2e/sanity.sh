@@ -6,6 +6,7 @@
 #   E2E_PLUGIN_COMMAND='/path/to/plugin --endpoint={endpoint} --nodeid={node_id}' bash e2e/sanity.sh
 #
 # HOSTPATH_PLUGIN  the plugin binary (default: target/release/hostpath-plugin)
+# HOSTPATH_PLUGIN_FLAGS  more flags for it, e.g. '--node-mounts --attach-required' (real mounts need root)
 # E2E_PLUGIN_COMMAND  another plugin's command line instead, with the e2e harness's placeholders ({endpoint},
 #                  {socket}, {driver}, {node_id}, {state_dir}; README, "Testing your own driver"); {driver} is
 #                  E2E_PLUGIN_DRIVER or sanity.csi.e2e
@@ -16,8 +17,8 @@
 #
 # Extra arguments go to csi-sanity, e.g. --ginkgo.focus='Node Service' or --ginkgo.v.
 # The plugin runs on a socket in a temporary directory with a fresh state directory. All suites run,
-# Node included: its node service keeps books instead of mounting, so it needs no privileges. The
-# exit status is csi-sanity's.
+# Node included: by default its node service keeps books instead of mounting, so it needs no
+# privileges (with HOSTPATH_PLUGIN_FLAGS=--node-mounts it mounts, as root). The exit status is csi-sanity's.
 set -euo pipefail
 
 E2E_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,6 +29,7 @@ die() { printf '[sanity] error: %s\n' "$*" >&2; exit 1; }
 
 plugin="${HOSTPATH_PLUGIN:-$ROOT/target/release/hostpath-plugin}"
 read -r -a plugin_words <<<"${E2E_PLUGIN_COMMAND:-}"
+read -r -a hostpath_flags <<<"${HOSTPATH_PLUGIN_FLAGS:-}"
 if [[ ${#plugin_words[@]} -eq 0 ]]; then
 	[[ -x "$plugin" ]] || die "hostpath-plugin not found at $plugin (build it with 'cargo build --release -p hostpath-plugin' or set HOSTPATH_PLUGIN)"
 fi
@@ -90,6 +92,7 @@ else
 		--state-dir="$work/state" \
 		--node-id=sanity-node \
 		--v=4 \
+		"${hostpath_flags[@]}" \
 		>"$plugin_log" 2>&1 &
 fi
 plugin_pid=$!

@@ -1,6 +1,7 @@
 //! The Controller service: each RPC hands its request to the volume or snapshot logic.
 //! A hostpath volume needs no attaching: ControllerPublishVolume and ControllerUnpublishVolume are served (and
-//! PUBLISH_UNPUBLISH_VOLUME advertised) only with `--attach-required`, for testing sidecars against such drivers.
+//! PUBLISH_UNPUBLISH_VOLUME and LIST_VOLUMES_PUBLISHED_NODES advertised) only with `--attach-required`, for testing
+//! sidecars against such drivers.
 
 use csi_client::proto::controller_server::Controller;
 use csi_client::proto::controller_service_capability::{self, rpc};
@@ -150,7 +151,7 @@ fn capabilities(
         kinds.push(rpc::Type::ModifyVolume);
     }
     if shared.config.attach_required {
-        kinds.push(rpc::Type::PublishUnpublishVolume);
+        kinds.extend([rpc::Type::PublishUnpublishVolume, rpc::Type::ListVolumesPublishedNodes]);
     }
     let capabilities = kinds
         .into_iter()

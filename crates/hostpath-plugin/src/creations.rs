@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::Instant;
+use crate::instant::Instant;
 
 /// The kind of object a Create call names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -58,6 +58,11 @@ pub struct Flags {
     #[arg(long)]
     pub attach_required: bool,
 
+    /// Mount for real on the node: bind mounts for filesystem volumes, loop devices for block volumes, statvfs numbers
+    /// for NodeGetVolumeStats. Needs root (CAP_SYS_ADMIN) and /dev. Without it the node service only keeps books.
+    #[arg(long)]
+    pub node_mounts: bool,
+
     /// Do not advertise SINGLE_NODE_MULTI_WRITER, and refuse the SINGLE_NODE_SINGLE_WRITER and
     /// SINGLE_NODE_MULTI_WRITER access modes, as a driver that knows only SINGLE_NODE_WRITER does.
     #[arg(long)]
@@ -89,6 +94,7 @@ impl Flags {
             mutable_parameters: MutableParameterPolicy::from_flag(&self.accepted_mutable_parameters),
             fault_config: self.fault_config.clone(),
             attach_required: self.attach_required,
+            node_mounts: self.node_mounts,
             single_node_multi_writer: !self.no_single_node_multi_writer,
             block: !self.no_block,
         }
@@ -198,6 +204,7 @@ mod tests {
             "--fault-config=/tmp/faults.json",
             "-no-single-node-multi-writer",
             "--no-block",
+            "-node-mounts",
             "-v=4",
         ]);
         let flags = Flags::try_parse_from(args).unwrap();
@@ -211,6 +218,7 @@ mod tests {
         assert_eq!(config.fault_config, Some(PathBuf::from("/tmp/faults.json")));
         assert!(!config.single_node_multi_writer);
         assert!(!config.block);
+        assert!(config.node_mounts);
         assert_eq!(flags.log_level(), tracing::Level::DEBUG);
     }
 
@@ -222,6 +230,7 @@ mod tests {
         assert!(flags.config().mutable_parameters.enabled());
         assert!(flags.config().single_node_multi_writer);
         assert!(flags.config().block);
+        assert!(!flags.config().node_mounts, "bookkeeping unless asked");
         assert_eq!(flags.log_level(), tracing::Level::INFO);
         let disabled = Flags::try_parse_from(["p", "--node-id=n", "--state-dir=/s", "--accepted-mutable-parameters="]);
         assert!(!disabled.unwrap().config().mutable_parameters.enabled());

@@ -17,9 +17,10 @@ use csi_client::proto::{
 use tonic::{Request, Response, Status};
 
 use crate::creations::{Kind, Outcome};
+use crate::instant::Instant;
 use crate::plugin::{Plugin, Shared};
 use crate::snapshots;
-use crate::state::{GroupSnapshot, Instant, State};
+use crate::state::{GroupSnapshot, State};
 use crate::storage;
 
 #[tonic::async_trait]
@@ -115,8 +116,15 @@ fn create(
         let created = Instant::now();
         let mut snapshot_ids = Vec::new();
         for volume_id in &request.source_volume_ids {
-            let taken =
-                snapshots::take(change, volume_id, String::new(), parameters.clone(), Some(id.clone()), created);
+            let taken = snapshots::take(
+                &shared.config,
+                change,
+                volume_id,
+                String::new(),
+                parameters.clone(),
+                Some(id.clone()),
+                created,
+            );
             match taken {
                 Ok(snapshot) => snapshot_ids.push(snapshot.id),
                 Err(error) => {

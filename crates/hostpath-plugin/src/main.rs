@@ -31,6 +31,8 @@ async fn main() -> anyhow::Result<()> {
         socket = %socket.display(),
         state_dir = %config.state_dir.display(),
         faults = ?config.fault_config,
+        node_mounts = config.node_mounts,
+        attach_required = config.attach_required,
         version = hostpath_plugin::identity::VERSION,
         "serving"
     );

@@ -1,11 +1,16 @@
-//! The Node service, as bookkeeping: nothing is mounted, so the plugin needs no privileges.
+//! The Node service: books always, and with `--node-mounts` real mounts too.
 //!
 //! NodeStageVolume records the staging path (creating the directory if the CO has not). NodePublishVolume
 //! records the target path and creates it, a directory for a mount volume or an empty file for a block
 //! volume, as a real plugin's mount point or device node would be; NodeUnpublishVolume removes it again,
-//! as the spec requires. The volume's data stays under the state directory. Repeated calls follow the
-//! spec's idempotency tables: the same arguments are OK, different arguments at the same path are
-//! ALREADY_EXISTS, and a second target path needs an access mode that allows several.
+//! as the spec requires. Repeated calls follow the spec's idempotency tables: the same arguments are OK,
+//! different arguments at the same path are ALREADY_EXISTS, and a second target path needs an access mode that
+//! allows several.
+//!
+//! By default that is all (bookkeeping): nothing is mounted, the volume's data stays under the state directory and
+//! the plugin needs no privileges. With `--node-mounts` each call also does on the host what a real driver does
+//! ([`crate::node_mounts`]): bind mounts for filesystem volumes, loop devices for block volumes, `statvfs` numbers
+//! for NodeGetVolumeStats, and a loop device that takes the grown size at NodeExpandVolume.
 
 use std::fs::{self, OpenOptions};
 use std::path::Path;
@@ -23,7 +28,9 @@ use csi_client::proto::{
 use tonic::{Request, Response, Status};
 
 use crate::capability::{access_type, allows_several_targets, attachment};
+use crate::node_mounts;
 use crate::plugin::{Plugin, Shared};
+use crate::publish::check_publish_context;
 use crate::state::{AccessType, Volume};
 use crate::storage;
 use crate::topology::node_topology;
@@ -118,15 +125,21 @@ fn stage(shared: &Shared, request: NodeStageVolumeRequest) -> Result<NodeStageVo
     shared.store().update(|change| {
         let volume = volume_mut(&mut change.state.volumes, id)?;
         check_type(volume, wanted.access_type)?;
-        if let Some(existing) = volume.staged.get(staging_path) {
-            return match *existing == wanted {
-                true => Ok(NodeStageVolumeResponse {}),
-                false => Err(Status::already_exists(format!(
+        check_publish_context(&shared.config, volume, &request.publish_context)?;
+        match volume.staged.get(staging_path) {
+            Some(existing) if *existing != wanted => {
+                return Err(Status::already_exists(format!(
                     "volume {id} is already staged at {staging_path} with another capability"
-                ))),
-            };
+                )));
+            }
+            // Books only: nothing on the host to check. With mounts, the stage is made again if a crash undid it.
+            Some(_) if !shared.config.node_mounts => return Ok(NodeStageVolumeResponse {}),
+            _ => {}
         }
         fs::create_dir_all(staging_path).map_err(|e| internal("creating staging path", staging_path, e))?;
+        if shared.config.node_mounts {
+            node_mounts::stage(&change.layout.volume(id), wanted.access_type, Path::new(staging_path))?;
+        }
         volume.staged.insert(staging_path.to_string(), wanted);
         Ok(NodeStageVolumeResponse {})
     })
@@ -136,8 +149,23 @@ fn unstage(shared: &Shared, request: NodeUnstageVolumeRequest) -> Result<NodeUns
     let id = require(&request.volume_id, "volume_id")?;
     let staging_path = require(&request.staging_target_path, "staging_target_path")?;
     shared.store().update(|change| {
-        // The staging directory belongs to the CO, which created it; only the record goes.
-        volume_mut(&mut change.state.volumes, id)?.staged.remove(staging_path);
+        let backing = change.layout.volume(id);
+        let volume = volume_mut(&mut change.state.volumes, id)?;
+        if shared.config.node_mounts {
+            if let Some(target) = volume.published.iter().find(|(_, p)| p.staging_target_path == staging_path) {
+                return Err(Status::failed_precondition(format!(
+                    "volume {id} is still published at {} from {staging_path}",
+                    target.0
+                )));
+            }
+            // A block volume's loop device serves every staging path: it goes with the last one.
+            let last = volume.staged.keys().all(|path| path == staging_path);
+            if volume.access_type == AccessType::Mount || last {
+                node_mounts::unstage(&backing, volume.access_type, Path::new(staging_path))?;
+            }
+        }
+        // The staging directory belongs to the CO, which created it; only the record (and a mount) goes.
+        volume.staged.remove(staging_path);
         Ok(NodeUnstageVolumeResponse {})
     })
 }
@@ -155,28 +183,36 @@ fn publish(shared: &Shared, request: NodePublishVolumeRequest) -> Result<NodePub
     shared.store().update(|change| {
         let volume = volume_mut(&mut change.state.volumes, id)?;
         check_type(volume, wanted.access_type)?;
+        check_publish_context(&shared.config, volume, &request.publish_context)?;
         if !volume.staged.contains_key(&request.staging_target_path) {
             return Err(Status::failed_precondition(format!(
                 "volume {id} is not staged at {}",
                 request.staging_target_path
             )));
         }
-        if let Some(existing) = volume.published.get(target) {
-            return match *existing == wanted {
-                true => Ok(NodePublishVolumeResponse {}),
-                false => Err(Status::already_exists(format!(
+        match volume.published.get(target) {
+            Some(existing) if *existing != wanted => {
+                return Err(Status::already_exists(format!(
                     "volume {id} is already published at {target} with other arguments"
-                ))),
-            };
-        }
-        let shareable = allows_several_targets(&wanted.access_mode)
-            && volume.published.values().all(|p| allows_several_targets(&p.access_mode));
-        if let Some(other) = volume.published.keys().next().filter(|_| !shareable) {
-            return Err(Status::failed_precondition(format!(
-                "volume {id} is already published at {other} and its access mode allows one target path"
-            )));
+                )));
+            }
+            // Books only: nothing on the host to check. With mounts, the mount is made again if a crash undid it.
+            Some(_) if !shared.config.node_mounts => return Ok(NodePublishVolumeResponse {}),
+            Some(_) => {}
+            None => {
+                let shareable = allows_several_targets(&wanted.access_mode)
+                    && volume.published.values().all(|p| allows_several_targets(&p.access_mode));
+                if let Some(other) = volume.published.keys().next().filter(|_| !shareable) {
+                    return Err(Status::failed_precondition(format!(
+                        "volume {id} is already published at {other} and its access mode allows one target path"
+                    )));
+                }
+            }
         }
         create_target(wanted.access_type, Path::new(target))?;
+        if shared.config.node_mounts {
+            node_mounts::publish(&change.layout.volume(id), &wanted, Path::new(target))?;
+        }
         volume.published.insert(target.to_string(), wanted);
         Ok(NodePublishVolumeResponse {})
     })
@@ -187,8 +223,13 @@ fn unpublish(shared: &Shared, request: NodeUnpublishVolumeRequest) -> Result<Nod
     let target = require(&request.target_path, "target_path")?;
     shared.store().update(|change| {
         let volume = volume_mut(&mut change.state.volumes, id)?;
-        // Only a path this plugin created is removed; an unknown one is not ours to touch.
-        if volume.published.contains_key(target) {
+        if shared.config.node_mounts {
+            // The target path is this volume's, recorded or not: a crash after mounting and before writing the
+            // state leaves a mount the books do not know.
+            node_mounts::unpublish(Path::new(target))?;
+            volume.published.remove(target);
+        } else if volume.published.contains_key(target) {
+            // Only a path this plugin created is removed; an unknown one is not ours to touch.
             storage::remove(Path::new(target))?;
             volume.published.remove(target);
         }
@@ -202,6 +243,10 @@ fn volume_stats(shared: &Shared, request: NodeGetVolumeStatsRequest) -> Result<N
     let store = shared.store();
     let volume = store.state().volumes.get(id).ok_or_else(|| not_found(id))?;
     check_available_at(volume, path)?;
+    if shared.config.node_mounts {
+        let usage = node_mounts::usage(&store.layout().volume(id), volume.access_type, Path::new(path))?;
+        return Ok(NodeGetVolumeStatsResponse { usage, volume_condition: None });
+    }
     let total = volume.capacity_bytes;
     let usage = match volume.access_type {
         AccessType::Mount => {
@@ -215,7 +260,8 @@ fn volume_stats(shared: &Shared, request: NodeGetVolumeStatsRequest) -> Result<N
 }
 
 /// The controller has already grown the volume; the node side (a filesystem resize in a real plugin)
-/// only confirms the size, and refuses more than the controller granted.
+/// only confirms the size, and refuses more than the controller granted. With `--node-mounts`, a block volume's loop
+/// device takes the grown file's size.
 fn expand(shared: &Shared, request: NodeExpandVolumeRequest) -> Result<NodeExpandVolumeResponse, Status> {
     let id = require(&request.volume_id, "volume_id")?;
     let path = require(&request.volume_path, "volume_path")?;
@@ -232,6 +278,10 @@ fn expand(shared: &Shared, request: NodeExpandVolumeRequest) -> Result<NodeExpan
             "volume {id} has {} bytes; expand it with ControllerExpandVolume before asking the node for {required}",
             volume.capacity_bytes
         )));
+    }
+    if shared.config.node_mounts && volume.access_type == AccessType::Block {
+        let capacity_bytes = node_mounts::expand_block(&store.layout().volume(id))?;
+        return Ok(NodeExpandVolumeResponse { capacity_bytes });
     }
     Ok(NodeExpandVolumeResponse { capacity_bytes: volume.capacity_bytes })
 }

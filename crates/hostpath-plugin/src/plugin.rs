@@ -27,6 +27,8 @@ pub struct Config {
     pub fault_config: Option<PathBuf>,
     /// `--attach-required`: ControllerPublishVolume and ControllerUnpublishVolume are served and advertised.
     pub attach_required: bool,
+    /// `--node-mounts`: the node service mounts (bind mounts, loop devices) instead of only keeping books.
+    pub node_mounts: bool,
     /// SINGLE_NODE_MULTI_WRITER is advertised (controller and node) and the two single-node modes it brings are
     /// accepted; `--no-single-node-multi-writer` turns it off, as in a driver older than CSI 1.5.
     pub single_node_multi_writer: bool,

@@ -14,10 +14,12 @@ use csi_client::proto::{
 use tonic::Status;
 
 use crate::creations::{Kind, Outcome};
+use crate::instant::Instant;
 use crate::paging::page;
-use crate::plugin::Shared;
-use crate::state::{Change, Instant, Snapshot};
+use crate::plugin::{Config, Shared};
+use crate::state::{Change, Snapshot};
 use crate::storage;
+use crate::volumes::settle_block_data;
 
 pub fn create(shared: &Shared, request: CreateSnapshotRequest) -> Result<CreateSnapshotResponse, Status> {
     if request.name.is_empty() {
@@ -48,7 +50,15 @@ pub fn create(shared: &Shared, request: CreateSnapshotRequest) -> Result<CreateS
         });
     }
     store.update(|change| {
-        let snapshot = take(change, &request.source_volume_id, request.name.clone(), parameters, None, Instant::now())?;
+        let snapshot = take(
+            &shared.config,
+            change,
+            &request.source_volume_id,
+            request.name.clone(),
+            parameters,
+            None,
+            Instant::now(),
+        )?;
         change.count_create(Kind::Snapshot, &request.name, Outcome::Created);
         Ok(CreateSnapshotResponse { snapshot: Some(message(&snapshot)) })
     })
@@ -103,6 +113,7 @@ pub fn get(shared: &Shared, request: GetSnapshotRequest) -> Result<GetSnapshotRe
 
 /// Copies a volume's data into a new snapshot and records it in the draft state.
 pub(crate) fn take(
+    config: &Config,
     change: &mut Change<'_>,
     source_volume_id: &str,
     name: String,
@@ -115,6 +126,7 @@ pub(crate) fn take(
         .volumes
         .get(source_volume_id)
         .ok_or_else(|| Status::not_found(format!("volume {source_volume_id} does not exist")))?;
+    settle_block_data(config, &change.layout.volume(source_volume_id), volume)?;
     let (access_type, size_bytes) = (volume.access_type, volume.capacity_bytes);
     let id = change.new_id();
     storage::copy(access_type, &change.layout.volume(source_volume_id), &change.layout.snapshot(&id), size_bytes)?;

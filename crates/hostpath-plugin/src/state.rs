@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use tonic::Status;
 
 use crate::creations::{Creations, Kind, Outcome};
+use crate::instant::Instant;
 use crate::prng::Prng;
 pub use crate::storage::AccessType;
 use crate::storage::Layout;
@@ -28,24 +29,6 @@ const FORMAT_VERSION: u32 = 1;
 pub enum ContentSource {
     Snapshot(String),
     Volume(String),
-}
-
-/// A point in time, as CSI's `google.protobuf.Timestamp`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Instant {
-    pub seconds: i64,
-    pub nanos: i32,
-}
-
-impl Instant {
-    pub fn now() -> Self {
-        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        Self { seconds: since.as_secs() as i64, nanos: since.subsec_nanos() as i32 }
-    }
-
-    pub fn timestamp(self) -> prost_types::Timestamp {
-        prost_types::Timestamp { seconds: self.seconds, nanos: self.nanos }
-    }
 }
 
 /// How a volume is staged or published at one path on this node. Two requests for the same path are
@@ -89,6 +72,18 @@ pub struct Volume {
     /// Target path → how it was published.
     #[serde(default)]
     pub published: BTreeMap<String, Attachment>,
+    /// The node ControllerPublishVolume attached the volume to (`--attach-required` only).
+    #[serde(default)]
+    pub controller_publication: Option<ControllerPublication>,
+}
+
+/// A volume attached to a node by ControllerPublishVolume. Its `id` is new for every attachment and travels in the
+/// publish context, so NodeStageVolume can tell the current attachment from a stale context of an earlier one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControllerPublication {
+    pub node_id: String,
+    pub readonly: bool,
+    pub id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -299,6 +294,7 @@ mod tests {
             content_source: Some(ContentSource::Volume("other".into())),
             staged: BTreeMap::new(),
             published: BTreeMap::new(),
+            controller_publication: None,
         }
     }
 

@@ -25,6 +25,7 @@ use crate::capability::{access_type, requested_access_modes, requested_access_ty
 use crate::creations::{Kind, Outcome};
 use crate::paging::page;
 use crate::plugin::{Config, Shared};
+use crate::publish::published_node_ids;
 use crate::state::{AccessType, ContentSource, Volume};
 use crate::storage;
 use crate::topology::{is_this_node, node_topology};
@@ -90,6 +91,7 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
                     .volumes
                     .get(id)
                     .ok_or_else(|| Status::not_found(format!("volume {id} does not exist")))?;
+                settle_block_data(config, &change.layout.volume(id), volume)?;
                 Some((change.layout.volume(id), volume.access_type, volume.capacity_bytes, "volume"))
             }
         };
@@ -125,6 +127,7 @@ pub fn create(shared: &Shared, request: CreateVolumeRequest) -> Result<CreateVol
             content_source: source,
             staged: BTreeMap::new(),
             published: BTreeMap::new(),
+            controller_publication: None,
         };
         let response = CreateVolumeResponse { volume: Some(created_volume(&volume, config)) };
         change.state.volumes.insert(id, volume);
@@ -144,6 +147,12 @@ pub fn delete(shared: &Shared, request: DeleteVolumeRequest) -> Result<DeleteVol
         };
         if let Some(path) = volume.published.keys().chain(volume.staged.keys()).next() {
             return Err(Status::failed_precondition(format!("volume {id} is still staged or published at {path}")));
+        }
+        if let Some(publication) = &volume.controller_publication {
+            return Err(Status::failed_precondition(format!(
+                "volume {id} is still attached to node {}",
+                publication.node_id
+            )));
         }
         storage::remove(&change.layout.volume(&id))?;
         change.state.volumes.remove(&id);
@@ -203,8 +212,12 @@ pub fn list(shared: &Shared, request: ListVolumesRequest) -> Result<ListVolumesR
         .volumes
         .values()
         .map(|volume| {
-            let entry =
-                list_volumes_response::Entry { volume: Some(listed_volume(volume, &shared.config)), status: None };
+            // The published nodes are reported where the plugin attaches (LIST_VOLUMES_PUBLISHED_NODES).
+            let status = shared.config.attach_required.then(|| list_volumes_response::VolumeStatus {
+                published_node_ids: published_node_ids(volume),
+                volume_condition: None,
+            });
+            let entry = list_volumes_response::Entry { volume: Some(listed_volume(volume, &shared.config)), status };
             (volume.sequence, entry)
         })
         .collect();
@@ -229,7 +242,10 @@ pub fn get(shared: &Shared, request: ControllerGetVolumeRequest) -> Result<Contr
     };
     Ok(ControllerGetVolumeResponse {
         volume: Some(listed_volume(volume, &shared.config)),
-        status: Some(VolumeStatus { published_node_ids: Vec::new(), volume_condition: Some(condition) }),
+        status: Some(VolumeStatus {
+            published_node_ids: published_node_ids(volume),
+            volume_condition: Some(condition),
+        }),
     })
 }
 
@@ -293,7 +309,8 @@ pub fn expand(
         }
         Ok(ControllerExpandVolumeResponse {
             capacity_bytes: volume.capacity_bytes,
-            node_expansion_required: volume.access_type == AccessType::Mount,
+            // A loop device over a block volume's file must learn the new size on the node.
+            node_expansion_required: volume.access_type == AccessType::Mount || config.node_mounts,
         })
     })
 }
@@ -461,4 +478,13 @@ fn listed_volume(volume: &Volume, config: &Config) -> proto::Volume {
         listed.volume_context.insert(ACCESS_MODES_CONTEXT_KEY.to_string(), volume.access_modes.join(","));
     }
     listed
+}
+
+/// Before a volume's data is copied (snapshot, clone): with `--node-mounts`, a staged block volume's loop device
+/// writes what it holds in memory to the file, so the copy has every write made through the device.
+pub(crate) fn settle_block_data(config: &Config, backing: &std::path::Path, volume: &Volume) -> Result<(), Status> {
+    if config.node_mounts && volume.access_type == AccessType::Block && !volume.staged.is_empty() {
+        crate::node_mounts::flush_block(backing)?;
+    }
+    Ok(())
 }

@@ -3,6 +3,11 @@
 //! health adaptor: failing only while this process leads but has not managed to
 //! renew for the lease duration plus 20 s). With the deprecated
 //! `--metrics-address` only metrics are served, as upstream.
+//!
+//! Also the pieces other HTTP servers are made of: [`listen`] with Go's address
+//! forms, [`metrics_router`], [`serve_router`], and [`driver_health_router`], a
+//! health check that asks the CSI driver's Probe (livenessprobe's `/healthz`),
+//! for any sidecar that wants more than "the process answers".
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +20,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
+
+use csi_client::{CallError, CsiClient};
 
 use crate::flags::CommonArgs;
 use crate::leader_election::{HEALTH_TOLERANCE, LeaderStatus};
@@ -69,6 +76,40 @@ pub fn router(options: &HttpOptions, registry: Arc<Registry>, leader: Option<Lea
     router.with_state(AppState { registry, leader })
 }
 
+/// Prometheus metrics on `path`, alone.
+pub fn metrics_router(path: &str, registry: Arc<Registry>) -> Router {
+    Router::new().route(path, get(metrics)).with_state(AppState { registry, leader: None })
+}
+
+/// `path` answers with the driver's Probe, called through `csi` (whose timeout bounds it): 200 `ok` when the
+/// driver is ready, 500 with the reason when it is not, fails or does not answer in time. As kubernetes-csi
+/// livenessprobe's `/healthz`, which kubelet liveness probes point at.
+pub fn driver_health_router(path: &str, csi: CsiClient) -> Router {
+    Router::new().route(
+        path,
+        get(move || {
+            let csi = csi.clone();
+            async move {
+                let (status, body) = probe_answer(&csi.probe().await);
+                match status {
+                    StatusCode::OK => tracing::trace!("health check succeeded"),
+                    _ => tracing::error!(reason = %body, "health check failed"),
+                }
+                (status, body)
+            }
+        }),
+    )
+}
+
+/// The HTTP answer for one Probe's outcome; an error reads as grpc-go prints it, as upstream's body does.
+fn probe_answer(outcome: &Result<bool, CallError>) -> (StatusCode, String) {
+    match outcome {
+        Ok(true) => (StatusCode::OK, "ok".to_string()),
+        Ok(false) => (StatusCode::INTERNAL_SERVER_ERROR, "driver responded but is not ready".to_string()),
+        Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.go_text()),
+    }
+}
+
 /// Binds `options.address` and serves in a background task until the process
 /// ends (health checks must keep answering while work drains). Returns the
 /// bound address, useful with port 0.
@@ -77,22 +118,27 @@ pub async fn serve(
     registry: Arc<Registry>,
     leader: Option<LeaderStatus>,
 ) -> Result<SocketAddr, HttpError> {
-    let listener = listen(&options.address).await?;
-    let address =
-        listener.local_addr().map_err(|source| HttpError::Listen { address: options.address.clone(), source })?;
-    let app = router(options, registry, leader);
+    let address = serve_router(&options.address, router(options, registry, leader)).await?;
     tracing::info!(%address, metrics = %options.metrics_path, "serving HTTP");
+    Ok(address)
+}
+
+/// Binds `address` (Go's forms, see [`listen`]) and serves `app` in a background task until the process ends.
+/// Returns the bound address, useful with port 0.
+pub async fn serve_router(address: &str, app: Router) -> Result<SocketAddr, HttpError> {
+    let listener = listen(address).await?;
+    let bound = listener.local_addr().map_err(|source| HttpError::Listen { address: address.to_string(), source })?;
     tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
             tracing::error!(error = %err, "HTTP server failed");
         }
     });
-    Ok(address)
+    Ok(bound)
 }
 
 /// Go's `net.Listen("tcp", ":8080")` listens on every interface; so does this,
 /// preferring dual-stack and falling back to IPv4 where IPv6 is off.
-async fn listen(address: &str) -> Result<TcpListener, HttpError> {
+pub async fn listen(address: &str) -> Result<TcpListener, HttpError> {
     let error = |source| HttpError::Listen { address: address.to_string(), source };
     match address.strip_prefix(':') {
         Some(port) => match TcpListener::bind(format!("[::]:{port}")).await {
@@ -184,6 +230,33 @@ mod tests {
         assert_eq!(get(&router, "/healthz").await.0, StatusCode::NOT_FOUND);
         let no_election = super::router(&options(true), registry(), None);
         assert_eq!(get(&no_election, "/healthz/leader-election").await.0, StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn a_driver_probe_becomes_an_http_answer() {
+        let unavailable = CallError::Status {
+            method: "/csi.v1.Identity/Probe",
+            status: tonic::Status::unavailable("backend restarting"),
+        };
+        let late = CallError::Timeout { method: "/csi.v1.Identity/Probe", timeout: std::time::Duration::from_secs(1) };
+        // (Probe's outcome, status, body)
+        let table = [
+            (Ok(true), StatusCode::OK, "ok"),
+            (Ok(false), StatusCode::INTERNAL_SERVER_ERROR, "driver responded but is not ready"),
+            (
+                Err(unavailable),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "rpc error: code = Unavailable desc = backend restarting",
+            ),
+            (
+                Err(late),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "rpc error: code = DeadlineExceeded desc = context deadline exceeded",
+            ),
+        ];
+        for (outcome, status, body) in table {
+            assert_eq!(probe_answer(&outcome), (status, body.to_string()), "{outcome:?}");
+        }
     }
 
     #[tokio::test]

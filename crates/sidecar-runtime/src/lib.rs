@@ -51,7 +51,7 @@ pub mod watch;
 pub use control_loop::Loop;
 pub use driver::{Driver, DriverError};
 pub use events::{EventRecorder, EventType, PlannedEvent, object_reference};
-pub use flags::{CommonArgs, FeatureGates, LoggingFormat, RetryArgs};
+pub use flags::{CommonArgs, FeatureGates, LoggingFormat, RetryArgs, StandardArgs};
 pub use queue::{Outcome, QueueMetrics, RetryPolicy, WorkItem, WorkQueue};
 pub use run::{LeadershipLost, RELEASE_LEADER_ELECTION_ON_EXIT};
 pub use setup::{SetupError, SetupResult};

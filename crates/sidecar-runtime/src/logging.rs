@@ -15,7 +15,7 @@
 
 use tracing_subscriber::EnvFilter;
 
-use crate::flags::{CommonArgs, LoggingFormat};
+use crate::flags::{CommonArgs, LoggingFormat, StandardArgs};
 
 /// Libraries whose debug output is about the Kubernetes API or gRPC plumbing.
 const CLIENT_LIBRARIES: &[&str] = &["kube", "kube_client", "kube_runtime", "tonic", "tower_http"];
@@ -46,6 +46,11 @@ pub fn filter_directives(verbosity: u32) -> String {
 
 /// Installs the process-wide logger from `-v` and `--logging-format`.
 pub fn init(args: &CommonArgs) -> Result<(), LoggingError> {
+    init_standard(&args.standard)
+}
+
+/// [`init`] for a binary with the standard flags only (no Kubernetes client).
+pub fn init_standard(args: &StandardArgs) -> Result<(), LoggingError> {
     init_with(args.verbosity, args.logging_format)
 }
 

@@ -71,6 +71,15 @@ impl Shutdown {
             }
         }
     }
+
+    /// Runs `work` unless shutdown is requested first (then `work` is dropped): for waits with nothing in flight,
+    /// such as waiting for the driver at start.
+    pub async fn unless_triggered<F: Future>(&self, work: F) -> Option<F::Output> {
+        tokio::select! {
+            output = work => Some(output),
+            _ = self.triggered() => None,
+        }
+    }
 }
 
 /// The name of the first SIGTERM or SIGINT to arrive.

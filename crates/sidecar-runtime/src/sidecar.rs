@@ -72,7 +72,7 @@ impl Sidecar {
     /// SIGTERM/SIGINT and builds the rate-limited Kubernetes client.
     pub async fn start(args: &CommonArgs) -> Result<Sidecar, StartError> {
         crate::logging::init(args)?;
-        if args.vmodule.is_some() {
+        if args.standard.vmodule.is_some() {
             tracing::warn!("--vmodule is accepted but has no effect; use -v or RUST_LOG");
         }
         let shutdown = Shutdown::on_signals();

@@ -45,6 +45,7 @@ impl TestPlugin {
             mutable_parameters: MutableParameterPolicy::from_flag(DEFAULT_ACCEPTED),
             fault_config: Some(dir.path().join("faults.json")),
             attach_required: false,
+            node_mounts: false,
             single_node_multi_writer: true,
             block: true,
         };

@@ -126,6 +126,15 @@ pub struct CommonArgs {
     #[arg(long, value_parser = feature_gates)]
     pub feature_gates: Vec<FeatureGates>,
 
+    /// `-v`, `--logging-format` and the rest every kubernetes-csi binary accepts.
+    #[command(flatten)]
+    pub standard: StandardArgs,
+}
+
+/// The flags every kubernetes-csi binary accepts, sidecars and node-side tools (node-driver-registrar,
+/// livenessprobe) alike: component-base's logging flags (`logsapi.AddGoFlags`) and csi-lib-utils' `--automaxprocs`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StandardArgs {
     /// Log verbosity, as klog's -v: 0-3 info, 4-5 debug (5 logs every CSI call), 6+ trace.
     #[arg(short = 'v', long = "v", default_value_t = 0, value_name = "LEVEL")]
     pub verbosity: u32,
@@ -158,6 +167,26 @@ pub struct CommonArgs {
     /// Accepted for compatibility; no effect.
     #[arg(long, hide = true)]
     pub log_json_info_buffer_size: Option<String>,
+}
+
+/// The long names of [`StandardArgs`]' flags, as upstream binaries list them among their own.
+pub const STANDARD_FLAGS: [&str; 9] = [
+    "automaxprocs",
+    "log-flush-frequency",
+    "log-json-info-buffer-size",
+    "log-json-split-stream",
+    "log-text-info-buffer-size",
+    "log-text-split-stream",
+    "logging-format",
+    "v",
+    "vmodule",
+];
+
+/// The long names of `P`'s flags, sorted: what a test compares with an upstream binary's flag list.
+pub fn long_flag_names<P: clap::CommandFactory>() -> Vec<String> {
+    let mut names: Vec<String> = P::command().get_arguments().filter_map(|a| a.get_long().map(String::from)).collect();
+    names.sort();
+    names
 }
 
 /// `--retry-interval-start` / `--retry-interval-max`: the per-object backoff of
@@ -208,11 +237,16 @@ impl CommonArgs {
 
     /// Handles `--version` as upstream does: prints `<program> <version>` and exits 0.
     pub fn exit_if_version_requested(&self, version: &str) {
-        if self.version {
-            let program = std::env::args().next().unwrap_or_default();
-            println!("{program} {version}");
-            std::process::exit(0);
-        }
+        exit_if_version_requested(self.version, version);
+    }
+}
+
+/// `--version` as every kubernetes-csi binary answers it: `<program> <version>` on stdout, exit 0.
+pub fn exit_if_version_requested(requested: bool, version: &str) {
+    if requested {
+        let program = std::env::args().next().unwrap_or_default();
+        println!("{program} {version}");
+        std::process::exit(0);
     }
 }
 

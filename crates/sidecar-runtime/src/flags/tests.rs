@@ -49,8 +49,8 @@ fn defaults_are_upstream() {
     assert_eq!(c.http_address(), None);
     assert_eq!(c.metrics_path, "/metrics");
     assert_eq!(c.feature_gates(), FeatureGates::default());
-    assert_eq!(c.verbosity, 0);
-    assert_eq!(c.logging_format, LoggingFormat::Text);
+    assert_eq!(c.standard.verbosity, 0);
+    assert_eq!(c.standard.logging_format, LoggingFormat::Text);
     assert_eq!(parsed.retry.retry_interval_start, Duration::from_secs(1));
     assert_eq!(parsed.retry.retry_interval_max, Duration::from_secs(300));
     assert_eq!(parsed.timeout, Duration::from_secs(10));
@@ -72,7 +72,7 @@ fn every_go_form_of_a_valued_flag() {
 #[test]
 fn every_go_form_of_verbosity() {
     for args in [&["-v=5"][..], &["--v=5"], &["-v", "5"], &["--v", "5"], &["-v5"], &["-v=2", "--v=5"]] {
-        assert_eq!(parse_ok(args).common.verbosity, 5, "{args:?}");
+        assert_eq!(parse_ok(args).common.standard.verbosity, 5, "{args:?}");
     }
 }
 
@@ -95,7 +95,7 @@ fn every_go_form_of_a_bool_flag() {
         assert_eq!(parse_ok(args).common.leader_election, *expected, "{args:?}");
     }
     assert!(parse_ok(&["--version"]).common.version);
-    assert!(parse_ok(&["-automaxprocs"]).common.automaxprocs);
+    assert!(parse_ok(&["-automaxprocs"]).common.standard.automaxprocs);
 }
 
 #[test]
@@ -198,14 +198,14 @@ fn numbers_logging_and_kube_flags() {
     let c = &parsed.common;
     assert_eq!(c.kube_api_qps, 50.5);
     assert_eq!(c.kube_api_burst, 100);
-    assert_eq!(c.logging_format, LoggingFormat::Json);
+    assert_eq!(c.standard.logging_format, LoggingFormat::Json);
     assert_eq!(c.kubeconfig(), Some(std::path::Path::new("/etc/kube.conf")));
     assert_eq!(c.master(), Some("https://10.0.0.1:6443"));
     assert_eq!(c.leader_election_namespace.as_deref(), Some("kube-system"));
     assert_eq!(parsed.worker_threads, 3);
     assert_eq!(parsed.volume_name_uuid_length, -1);
-    assert!(c.log_text_split_stream && !c.log_json_split_stream);
-    assert_eq!(c.log_text_info_buffer_size.as_deref(), Some("4Ki"));
+    assert!(c.standard.log_text_split_stream && !c.standard.log_json_split_stream);
+    assert_eq!(c.standard.log_text_info_buffer_size.as_deref(), Some("4Ki"));
     assert_eq!(parse_ok(&["--kube-api-qps=-1"]).common.kube_api_qps, -1.0);
     assert!(parse(&["--logging-format=xml"]).is_err());
 }
@@ -222,9 +222,19 @@ fn a_typical_manifest_line() {
         "-http-endpoint=:8080",
         "--timeout=30s",
     ]);
-    assert_eq!(parsed.common.verbosity, 5);
+    assert_eq!(parsed.common.standard.verbosity, 5);
     assert_eq!(parsed.common.csi_address, "/csi/csi.sock");
     assert!(parsed.common.leader_election);
     assert_eq!(parsed.common.http_address(), Some(":8080"));
     assert_eq!(parsed.timeout, Duration::from_secs(30));
+}
+
+#[test]
+fn standard_flags_are_listed() {
+    #[derive(Debug, clap::Parser)]
+    struct Standard {
+        #[command(flatten)]
+        standard: StandardArgs,
+    }
+    assert_eq!(long_flag_names::<Standard>(), STANDARD_FLAGS);
 }

@@ -12,8 +12,9 @@
 # layer, so stored once). Built this way because `make image`'s static release build costs about 14 minutes cold,
 # and a static debug build would compile every dependency a second time for its own target directory; these cost
 # only the packing (about 10 s). Named as the charts name them by default: <binary>:<workspace version>.
-# Also e2e.local/busybox:1 (Debian's busybox-static, for the test pods' shell). The pod sandbox image is
-# cluster.sh's own.
+# Also e2e.local/busybox:1 (Debian's busybox-static, for the test pods' shell) and e2e.local/registrar:1 (the
+# stand-in registrar of e2e/go/k8s/registrar, while ours cannot be registered by a real kubelet). The pod sandbox
+# image is cluster.sh's own.
 #
 # Archives are kept in target/node-images/ and rebuilt when their binary is newer.
 set -euo pipefail
@@ -26,6 +27,7 @@ OURS=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-
 	hostpath-plugin csi-node-driver-registrar livenessprobe)
 OPTIONAL=(csi-node-driver-registrar livenessprobe)
 BUSYBOX_IMAGE=e2e.local/busybox:1
+REGISTRAR_IMAGE=e2e.local/registrar:1
 # shellcheck source=image/oci.sh
 source "$ROOT/image/oci.sh"
 
@@ -103,6 +105,22 @@ build_busybox() {
 	rm -rf "$WORK"
 }
 
+# build_registrar: the stand-in registrar (a static Go binary from e2e/tools.sh) alone, as its entrypoint
+build_registrar() {
+	local archive="$OUT_DIR/registrar.oci.tar" binary
+	binary="$(bash "$ROOT/e2e/tools.sh" path e2e-registrar)"
+	[[ -f "$archive" && "$archive" -nt "$binary" ]] && return 0
+	WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
+	oci_begin "$WORK"
+	mkdir -p "$WORK/rootfs"
+	install -m 0755 "$binary" "$WORK/rootfs/registrar"
+	oci_layer "$WORK/rootfs" 1
+	oci_image "${REGISTRAR_IMAGE##*:}" "0:0" /registrar registrar 1 "e2e/node-images.sh: e2e/go/k8s/registrar" \
+		"$OCI_LAYER"
+	oci_write "$archive"
+	rm -rf "$WORK"
+}
+
 # normalized NAME: the name as the kubelet asks containerd for it (csi-provisioner:0.1.0 is
 # docker.io/library/csi-provisioner:0.1.0)
 normalized() {
@@ -144,10 +162,12 @@ cmd_build() {
 	read -ra names <<<"$(present)"
 	build_ours "${names[@]}"
 	build_busybox
+	build_registrar
 	version="$(version)"
 	for b in "${names[@]}"; do import "$OUT_DIR/$b.oci.tar" "$b:$version"; done
 	import "$OUT_DIR/busybox.oci.tar" "$BUSYBOX_IMAGE"
-	log "${#names[@]} images of ours and $BUSYBOX_IMAGE imported in $(($(date +%s) - t0)) s"
+	import "$OUT_DIR/registrar.oci.tar" "$REGISTRAR_IMAGE"
+	log "${#names[@]} images of ours, $BUSYBOX_IMAGE and $REGISTRAR_IMAGE imported in $(($(date +%s) - t0)) s"
 }
 
 cmd_list() {
@@ -155,6 +175,7 @@ cmd_list() {
 	version="$(version)"
 	for b in $(present); do printf '%-40s %s\n' "$b:$version" "target/debug/$b (dev profile)"; done
 	printf '%-40s %s\n' "$BUSYBOX_IMAGE" "Debian's busybox-static"
+	printf '%-40s %s\n' "$REGISTRAR_IMAGE" "e2e/go/k8s/registrar (stand-in registrar)"
 }
 
 case "${1:-}" in

@@ -10,8 +10,9 @@
 #   e2e/tools.sh ldflags NAME      print the -ldflags used for NAME
 #
 # Names: etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm
-#        kubelet kube-scheduler kube-proxy pause (the node of `CLUSTER_NODE=1 e2e/cluster.sh up`; pause is the pod
-#        sandbox, built with `gcc -static` from the kubernetes module's build/pause; `build node` builds these four)
+#        kubelet kube-scheduler kube-proxy pause e2e-registrar (the node of `CLUSTER_NODE=1 e2e/cluster.sh up` and
+#        its suite; pause is the pod sandbox, built with `gcc -static` from the kubernetes module's build/pause;
+#        e2e-registrar is e2e/go/k8s/registrar, the suite's stand-in registrar; `build node` builds these five)
 #        upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
 #        (upstream's Go sidecars, only for `make bench`: `build` without names leaves them out; name them)
 #
@@ -26,7 +27,7 @@ CACHE_ROOT="${CSI_SIDECARS_CACHE:-${HOME:-/root}/.cache/csi-sidecars}"
 ALL_NAMES=(etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm)
 # Upstream's sidecars, only for `make bench` (side by side with ours); not part of `build` without names.
 # The node's binaries (`build node`), only for the node-backed cluster.
-NODE_NAMES=(kubelet kube-scheduler kube-proxy pause)
+NODE_NAMES=(kubelet kube-scheduler kube-proxy pause e2e-registrar)
 BENCH_NAMES=(upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller)
 
 log() { printf '[tools] %s\n' "$*" >&2; }
@@ -41,7 +42,9 @@ usage() {
 module_of() {
 	case "$1" in
 	etcd) echo etcd ;;
-	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy | pause) echo k8s ;;
+	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy | pause | e2e-registrar)
+		echo k8s
+		;;
 	csi-sanity) echo tools/csi-sanity ;;
 	helm) echo tools/helm ;;
 	upstream-csi-provisioner) echo tools/external-provisioner ;;
@@ -59,6 +62,7 @@ package_of() {
 		echo "k8s.io/kubernetes/cmd/$1"
 		;;
 	pause) echo k8s.io/kubernetes/build/pause/linux/pause.c ;;
+	e2e-registrar) echo csi-sidecars.local/e2e/k8s/registrar ;;
 	csi-sanity) echo github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity ;;
 	helm) echo helm.sh/helm/v3/cmd/helm ;;
 	upstream-csi-provisioner) echo github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner ;;
@@ -104,7 +108,7 @@ ldflags_of() {
 			"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor" \
 			"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
 		;;
-	etcd | pause) echo "" ;; # etcd's version is a constant in its api module; pause is C
+	etcd | pause | e2e-registrar) echo "" ;; # etcd's version is a constant in its api module; pause is C
 	upstream-csi-provisioner) echo "-X main.version=$(mod_version tools/external-provisioner github.com/kubernetes-csi/external-provisioner/v6)" ;;
 	upstream-csi-resizer) echo "-X main.version=$(mod_version tools/external-resizer github.com/kubernetes-csi/external-resizer/v2)" ;;
 	upstream-csi-snapshotter | upstream-snapshot-controller)
@@ -138,6 +142,8 @@ key_of() {
 	{
 		echo "recipe=$RECIPE go=$(go_version) cgo=0 flags=${BUILD_FLAGS[*]} ldflags=-s -w"
 		cat "$GO_DIR/$mod/go.mod" "$GO_DIR/$mod/go.sum"
+		# The module's own commands (e2e/go/k8s/registrar) are source of this repository.
+		[[ "$1" != e2e-registrar ]] || cat "$GO_DIR/$mod"/registrar/*.go
 	} | sha256sum | cut -c1-16 | sed "s|^|${mod//\//-}-|"
 }
 

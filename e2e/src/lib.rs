@@ -26,6 +26,7 @@ pub mod resizer_world;
 pub mod sidecar_mode;
 mod snapshot_crds;
 pub mod snapshot_world;
+pub mod upstream_manifests;
 mod wait;
 
 pub use cluster::{Cluster, clean_up, repo_root};

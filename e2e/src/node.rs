@@ -23,6 +23,10 @@ use crate::{Cluster, repo_root, wait_for};
 pub const NODE_NAME: &str = "e2e-node";
 /// The test pods' image: Debian's busybox-static (`e2e/node-images.sh`).
 pub const BUSYBOX: &str = "e2e.local/busybox:1";
+/// The registrar the suite runs: e2e/go/k8s/registrar, a stand-in while our csi-node-driver-registrar cannot be
+/// registered by a real kubelet (the kubelet sends the registration socket's path as the HTTP/2 :authority, which
+/// the h2 crate refuses); `e2e/node-images.sh` imports it.
+pub const REGISTRAR_STANDIN: &str = "e2e.local/registrar:1";
 /// The user the charts run the sidecars as (and, by default, the controller pod's driver).
 pub const CHART_USER: u32 = 65532;
 /// Every wait on the node: pods start in seconds, but two cores may be busy.
@@ -151,6 +155,15 @@ pub async fn ready_pods(client: &kube::Client, namespace: &str, selector: &str, 
         let found = pods(client, namespace, selector).await;
         let live: Vec<Pod> = found.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
         (live.len() == count && live.iter().all(ready)).then_some(live)
+    })
+    .await
+}
+
+/// Waits until pod `name` runs with every container ready.
+pub async fn ready_pod(client: &kube::Client, namespace: &str, name: &str) -> Pod {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    wait_for(&format!("pod {namespace}/{name} ready"), NODE_TIMEOUT, || async {
+        api.get(name).await.ok().filter(ready)
     })
     .await
 }

@@ -1,23 +1,35 @@
-//! hostpath-plugin with our sidecars, installed on the node by both charts as the README's "Installing with Helm"
-//! shows: charts/snapshot-controller, then charts/csi-sidecars with the driver's controller half (2 replicas, leader
-//! election, run as the chart's user) and its node half (the driver in node mode, csi-node-driver-registrar,
-//! livenessprobe) and the CSIDriver object, every image ours, `helm install --wait`.
+//! hostpath-plugin with our sidecars on the node, every image ours, deployed one of two ways after
+//! charts/snapshot-controller (`helm install --wait`):
+//! - [`NodeDriver::install_charts`]: by charts/csi-sidecars, as the README's "Installing with Helm" shows: the
+//!   controller half (2 replicas, leader election, run as the chart's user), the node half (the driver in node mode,
+//!   csi-node-driver-registrar, livenessprobe) and the CSIDriver object. Each half keeps its state in a host
+//!   directory of its own: hostpath-plugin keeps its books in memory per process, so two processes cannot share one
+//!   (these tests mount no volume; [`NodeDriver::install_upstream`] runs both halves in one process for those that
+//!   do).
+//! - [`NodeDriver::install_upstream`]: by upstream's csi-driver-host-path manifests with the images swapped
+//!   ([`crate::upstream_manifests`]): one pod, the driver as root.
 //!
-//! Each test gets its own namespace, release and driver name (`<namespace>.csi.k8s.io`); the driver's state is a
-//! host directory both halves mount. Dropping the install uninstalls both releases and removes its classes.
+//! Each test gets its own namespace, releases and driver name (`<namespace>.csi.k8s.io`). Dropping the driver
+//! releases its storage while it still runs, then uninstalls the releases and removes its classes.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, PodSpec};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent};
 
 use crate::helm::{Chart, Release};
-use crate::node::{CHART_USER, NODE_TIMEOUT, Node, apply, ready_pods};
-use crate::{Cluster, TestNamespace, wait_for};
+use crate::node::{CHART_USER, NODE_TIMEOUT, Node, REGISTRAR_STANDIN, apply, ready_pods};
+use crate::upstream_manifests::hostpath_manifests;
+use crate::{Cluster, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, wait_for};
+
+/// The ServiceAccount upstream's manifests run the driver's pod as.
+const UPSTREAM_ACCOUNT: &str = "csi-hostpathplugin-sa";
 
 /// How the chart runs the sidecars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,54 +40,85 @@ pub enum Mode {
     Combined,
 }
 
-/// A driver the charts installed, with everything the tests made for it.
-pub struct ChartDriver {
+/// A driver on the node, with everything the tests made for it.
+pub struct NodeDriver {
     pub client: kube::Client,
     pub driver: String,
-    pub mode: Mode,
-    // Dropped in this order: the releases (their pods go), then the namespace.
+    // Dropped in this order: the releases (their pods go), the upstream manifests' identity, then the namespace.
     sidecars: Option<Release>,
     controller: Option<Release>,
+    identity: Option<(SidecarIdentity, Scenario)>,
+    state: PathBuf,
     ns: TestNamespace,
     classes: Vec<(&'static str, String)>,
 }
 
-impl ChartDriver {
-    /// Installs both charts into a new namespace and waits (`helm install --wait`) for every pod to be ready.
-    pub async fn install(prefix: &str, mode: Mode) -> ChartDriver {
+impl NodeDriver {
+    /// A new namespace with charts/snapshot-controller installed in it.
+    async fn prepare(prefix: &str, state_owner: u32) -> NodeDriver {
         let node = Node::shared();
         let client = Cluster::shared().client().await;
         let ns = TestNamespace::create(&client, prefix).await;
         let driver = format!("{}.csi.k8s.io", ns.name());
-        let state = node.host_dir(ns.name(), CHART_USER);
-        let values_file = state.with_extension("values.yaml");
-        std::fs::write(&values_file, values(&driver, mode, &state.display().to_string())).unwrap();
-
+        let state = node.host_dir(ns.name(), state_owner);
         let controller = Release::install_ready(
             Chart::SnapshotController,
             &format!("{}-sc", ns.name()),
             ns.name(),
             &["--set", "featureGates.volumeGroupSnapshot=true", "--set", "image.pullPolicy=Never"].map(String::from),
         );
-        let sidecars = Release::install_ready(
-            Chart::CsiSidecars,
-            ns.name(),
-            ns.name(),
-            &["-f".to_string(), values_file.display().to_string()],
-        );
-        let installed = ChartDriver {
+        NodeDriver {
             client,
             driver,
-            mode,
-            sidecars: Some(sidecars),
+            sidecars: None,
             controller: Some(controller),
+            identity: None,
+            state,
             ns,
             classes: Vec::new(),
-        };
+        }
+    }
+
+    /// Both charts in a new namespace, every pod ready (`helm install --wait`, then each container).
+    pub async fn install_charts(prefix: &str, mode: Mode) -> NodeDriver {
+        let mut installed = Self::prepare(prefix, CHART_USER).await;
+        let values_file = installed.state.with_extension("values.yaml");
+        let state = installed.state.display().to_string();
+        let node_state = Node::shared().host_dir(&format!("{}-node", installed.ns()), 0).display().to_string();
+        std::fs::write(&values_file, values(&installed.driver, mode, &state, &node_state)).unwrap();
+        let values = ["-f".to_string(), values_file.display().to_string()];
+        installed.sidecars = Some(Release::install_ready(Chart::CsiSidecars, installed.ns(), installed.ns(), &values));
         // helm's --wait counts ready replicas; the tests want each pod's every container ready.
         installed.controller_pods().await;
         installed.node_pods().await;
         installed
+    }
+
+    /// charts/snapshot-controller and upstream's hostpath manifests with our images in a new namespace, their
+    /// ServiceAccount bound to upstream's rules of each sidecar, the driver's pod ready.
+    pub async fn install_upstream(prefix: &str) -> NodeDriver {
+        let mut installed = Self::prepare(prefix, 0).await;
+        let scenario = Scenario::new(prefix);
+        let rules = Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter]);
+        let identity =
+            SidecarIdentity::with_rules(&installed.client, installed.ns(), UPSTREAM_ACCOUNT, rules, scenario.dir())
+                .await;
+        installed.identity = Some((identity, scenario));
+        installed.apply_upstream("");
+        installed.upstream_pod().await;
+        installed
+    }
+
+    /// Upstream's manifests again, with `provisioner_security` for the provisioner container (the StatefulSet
+    /// replaces its pod).
+    pub fn apply_upstream(&self, provisioner_security: &str) {
+        let state = self.state.display().to_string();
+        apply(self.ns(), &hostpath_manifests(&self.driver, &state, provisioner_security));
+    }
+
+    /// The pod of upstream's manifests, once every container of it is ready.
+    pub async fn upstream_pod(&self) -> Pod {
+        ready_pods(&self.client, self.ns(), "app.kubernetes.io/name=csi-hostpathplugin", 1).await.remove(0)
     }
 
     pub fn ns(&self) -> &str {
@@ -184,18 +227,74 @@ impl ChartDriver {
     }
 }
 
-impl Drop for ChartDriver {
+impl Drop for NodeDriver {
     fn drop(&mut self) {
-        // What the driver made goes while it still runs (snapshots and volumes carry finalizers only its sidecars
-        // and the snapshot-controller remove); then the releases, then the classes.
+        if std::thread::panicking() {
+            print_pods(self.ns());
+        }
+        // What the driver serves goes while it still runs: the pods using its volumes (the kubelet needs it to
+        // unpublish them), then snapshots and volumes (finalizers only its sidecars and the snapshot-controller
+        // remove); then the releases, then the classes.
         let (namespace, driver) = (self.ns().to_string(), self.driver.clone());
-        crate::clean_up(move |client| async move { release_storage(&client, &namespace, &driver).await });
+        crate::clean_up(move |client| async move { release_workloads_and_storage(&client, &namespace, &driver).await });
         self.sidecars.take();
         self.controller.take();
+        self.identity.take();
+        // The CSIDriver, the charts' or the manifests', is named after the driver (helm removes its own already).
+        self.classes.push(("csidriver", self.driver.clone()));
         for (kind, name) in std::mem::take(&mut self.classes) {
             let _ = crate::helm::run("kubectl", &["delete", kind, &name, "--wait=false"].map(String::from), None);
         }
     }
+}
+
+/// On a failed test: every pod of the namespace, its events, and the last lines of each container's log.
+fn print_pods(namespace: &str) {
+    let kubectl = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        crate::helm::run("kubectl", &args, None).unwrap_or_else(|e| e)
+    };
+    eprintln!("---- pods of {namespace}:\n{}", kubectl(&["get", "pods", "-o", "wide", "-n", namespace]));
+    eprintln!("---- events of {namespace}:\n{}", kubectl(&["get", "events", "-n", namespace]));
+    let names =
+        kubectl(&["get", "pods", "-n", namespace, "-o", "jsonpath={range .items[*]}{.metadata.name}{\" \"}{end}"]);
+    for pod in names.split_whitespace() {
+        let containers = kubectl(&["get", "pod", pod, "-n", namespace, "-o", "jsonpath={.spec.containers[*].name}"]);
+        for container in containers.split_whitespace() {
+            let log = kubectl(&["logs", pod, "-c", container, "-n", namespace, "--tail=25"]);
+            eprintln!("---- {pod} {container}:\n{log}");
+        }
+    }
+}
+
+/// Deletes the namespace's workloads that use claims (StatefulSets with claim templates, pods with claims) and waits
+/// until their pods are gone, so that the kubelet unpublishes their volumes while the driver still runs; then
+/// [`release_storage`].
+async fn release_workloads_and_storage(client: &kube::Client, namespace: &str, driver: &str) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+    let with_claims = |spec: Option<&PodSpec>| {
+        spec.and_then(|s| s.volumes.as_ref()).into_iter().flatten().any(|v| v.persistent_volume_claim.is_some())
+    };
+    for set in sets.list(&Default::default()).await.map(|l| l.items).unwrap_or_default() {
+        let spec = set.spec.as_ref();
+        if spec.is_some_and(|s| s.volume_claim_templates.is_some() || with_claims(s.template.spec.as_ref())) {
+            let _ = sets.delete(&set.name_any(), &DeleteParams::default()).await;
+        }
+    }
+    let quick = DeleteParams { grace_period_seconds: Some(1), ..Default::default() };
+    let users = || async {
+        let list = pods.list(&Default::default()).await.map(|l| l.items).unwrap_or_default();
+        list.into_iter().filter(|p| with_claims(p.spec.as_ref())).map(|p| p.name_any()).collect::<Vec<_>>()
+    };
+    for name in users().await {
+        let _ = pods.delete(&name, &quick).await;
+    }
+    let started = std::time::Instant::now();
+    while !users().await.is_empty() && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    release_storage(client, namespace, driver).await;
 }
 
 /// Deletes the namespace's group snapshots, snapshots and claims and waits (a minute at most) until they, and
@@ -256,24 +355,31 @@ async fn release_storage(client: &kube::Client, namespace: &str, driver: &str) {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     eprintln!("storage of {driver} still there after a minute, finalizers removed: {:?}", left().await);
-    let unpin = Patch::Merge(json!({"metadata": {"finalizers": null}}));
-    let params = PatchParams::default();
+    // Each name is one kind's; the other kinds' calls find nothing.
     for name in left().await {
-        let _ = groups.patch(&name, &params, &unpin).await;
-        let _ = snapshots.patch(&name, &params, &unpin).await;
-        let _ = claims.patch(&name, &params, &unpin).await;
-        let _ = volumes.patch(&name, &params, &unpin).await;
-        let _ = contents.patch(&name, &params, &unpin).await;
-        let _ = group_contents.patch(&name, &params, &unpin).await;
-        let _ = volumes.delete(&name, &all).await;
-        let _ = contents.delete(&name, &all).await;
-        let _ = group_contents.delete(&name, &all).await;
+        unpin(&groups, &name).await;
+        unpin(&snapshots, &name).await;
+        unpin(&claims, &name).await;
+        unpin(&volumes, &name).await;
+        unpin(&contents, &name).await;
+        unpin(&group_contents, &name).await;
     }
 }
 
-/// The csi-sidecars chart's values for hostpath-plugin: its state in the host directory `state`, mounted by the
-/// controller pods (as the chart's user, 65532, who owns it) and the node pod (as root, mounting volumes).
-fn values(driver: &str, mode: Mode, state: &str) -> String {
+/// Object `name` without finalizers, and deleted.
+async fn unpin<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    let _ = api.patch(name, &PatchParams::default(), &patch).await;
+    let _ = api.delete(name, &DeleteParams::default()).await;
+}
+
+/// The csi-sidecars chart's values for hostpath-plugin: the controller pods (run as the chart's user, 65532) keep
+/// their state in the host directory `state`, which that user owns; the node pod (root, mounting volumes) in
+/// `node_state`.
+fn values(driver: &str, mode: Mode, state: &str, node_state: &str) -> String {
     let version = env!("CARGO_PKG_VERSION");
     let mode = match mode {
         Mode::Separate => "separate",
@@ -291,11 +397,12 @@ driver:
 snapshotter: {{enabled: true, groupSnapshots: true}}
 node:
   enabled: true
+  registrar: {{image: {REGISTRAR_STANDIN}}}
   driver:
     args: [--drivername=$(DRIVER_NAME), --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME), --statedir=/state,
       --node-mounts, --v=4]
     volumes:
-      - {{name: state, hostPath: {{path: {state}, type: Directory}}}}
+      - {{name: state, hostPath: {{path: {node_state}, type: Directory}}}}
       - {{name: dev-dir, hostPath: {{path: /dev, type: Directory}}}}
     volumeMounts:
       - {{name: state, mountPath: /state}}

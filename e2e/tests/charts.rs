@@ -133,6 +133,11 @@ fn the_node_half_mounts_the_kubelets_directories_and_registers_the_drivers_socke
     let args: Vec<&str> = registrar["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert!(args.contains(&"--kubelet-registration-path=$(DRIVER_REG_SOCK_PATH)"), "{args:?}");
     assert_eq!(containers[2]["image"], "registry.example.com/livenessprobe:0.1.0");
+    let kept = rendered("DaemonSet", &["node.enabled=true", "node.registrar.image=example.com/registrar:v2"]).unwrap();
+    assert_eq!(
+        kept["spec"]["template"]["spec"]["containers"][1]["image"], "example.com/registrar:v2",
+        "another registrar"
+    );
     for sidecar in &containers[1..] {
         let name = sidecar["name"].as_str().unwrap();
         let security = &sidecar["securityContext"];

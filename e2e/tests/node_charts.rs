@@ -15,7 +15,7 @@ use snapshot_api::{VolumeGroupSnapshot, VolumeSnapshot};
 
 use csi_sidecars_e2e::audit::requests_of;
 use csi_sidecars_e2e::node::{NODE_TIMEOUT, Node, container_status, describe, image, ready};
-use csi_sidecars_e2e::node_driver::{ChartDriver, Mode};
+use csi_sidecars_e2e::node_driver::{Mode, NodeDriver};
 use csi_sidecars_e2e::wait_for;
 
 #[tokio::test]
@@ -31,7 +31,7 @@ async fn the_same_with_one_csi_sidecars_container() {
 }
 
 async fn charts_on_the_node(mode: Mode) {
-    let mut driver = ChartDriver::install("node-charts", mode).await;
+    let mut driver = NodeDriver::install_charts("node-charts", mode).await;
     let controllers = driver.controller_pods().await;
     let mut all = controllers.clone();
     all.extend(driver.node_pods().await);
@@ -132,7 +132,7 @@ async fn charts_on_the_node(mode: Mode) {
 /// same identity (the pod's name), which client-go's rules let renew its own unexpired Lease, so the same pod leads
 /// on. Then the whole pod (its containers SIGKILLed and the pod deleted, as when its node dies): the standby takes
 /// the Lease once it expires. A claim is provisioned after each.
-async fn leader_killed(driver: &mut ChartDriver, class: &str, mode: Mode) {
+async fn leader_killed(driver: &mut NodeDriver, class: &str, mode: Mode) {
     let node = Node::shared();
     let lease = driver.leases()[0].clone();
     let leases: Api<Lease> = Api::namespaced(driver.client.clone(), driver.ns());

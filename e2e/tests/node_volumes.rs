@@ -1,15 +1,22 @@
-//! Pods using the volumes, on the node (`make node-e2e`), with the driver and sidecars the charts installed: a pod
-//! writes into a volume csi-provisioner made (filesystem and block); once it is deleted its volume is unpublished;
-//! a snapshot of it restored, and a clone of it, show the data to other pods; a StatefulSet of three replicas gets a
-//! volume each when its pods are scheduled (WaitForFirstConsumer).
+//! Pods using the volumes, on the node (`make node-e2e`): a pod writes into a volume our csi-provisioner made
+//! (filesystem and block); once it is deleted its volume is unpublished; a snapshot of it restored, and a clone of
+//! it, show the data to other pods; a StatefulSet of three replicas gets a volume each when its pods are scheduled
+//! (WaitForFirstConsumer).
+//!
+//! The driver runs as upstream's manifests deploy hostpath (one pod: driver, registrar, livenessprobe and the
+//! sidecars, every image ours; snapshot-controller from its chart). Not as charts/csi-sidecars deploys a driver:
+//! hostpath-plugin keeps its books in memory per process, and the chart's controller and node pods would be two
+//! processes over one state directory, each blind to the other's changes.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::DeleteParams;
 use snapshot_api::VolumeSnapshot;
 
-use csi_sidecars_e2e::node::{BUSYBOX, NODE_TIMEOUT, apply, describe, logs, mounts_under, ready_pods, succeeded};
-use csi_sidecars_e2e::node_driver::{ChartDriver, Mode};
+use csi_sidecars_e2e::node::{
+    BUSYBOX, NODE_NAME, NODE_TIMEOUT, apply, describe, logs, mounts_under, ready_pod, ready_pods, succeeded,
+};
+use csi_sidecars_e2e::node_driver::NodeDriver;
 use csi_sidecars_e2e::{eventually, wait_for};
 
 /// A pod that runs `script` once with claim `claim` mounted at /data (filesystem) or as /dev/xvda (block).
@@ -28,7 +35,7 @@ fn pod(name: &str, claim: &str, block: bool, script: &str) -> String {
 }
 
 /// Runs pod `name` to completion and returns what it printed.
-async fn output_of(driver: &ChartDriver, name: &str, claim: &str, block: bool, script: &str) -> String {
+async fn output_of(driver: &NodeDriver, name: &str, claim: &str, block: bool, script: &str) -> String {
     apply(driver.ns(), &pod(name, claim, block, script));
     succeeded(&driver.client, driver.ns(), name).await;
     logs(driver.ns(), name, name, false)
@@ -36,7 +43,7 @@ async fn output_of(driver: &ChartDriver, name: &str, claim: &str, block: bool, s
 
 /// Deletes pod `name` and waits until it is gone and nothing is mounted in its directory on the node any more
 /// (the kubelet had the driver unpublish its volume).
-async fn deleted_and_unpublished(driver: &ChartDriver, name: &str) {
+async fn deleted_and_unpublished(driver: &NodeDriver, name: &str) {
     let pods: Api<Pod> = Api::namespaced(driver.client.clone(), driver.ns());
     let uid = pods.get(name).await.unwrap().metadata.uid.unwrap();
     let volumes_dir = std::path::PathBuf::from(format!("/var/lib/kubelet/pods/{uid}/volumes"));
@@ -49,7 +56,7 @@ async fn deleted_and_unpublished(driver: &ChartDriver, name: &str) {
     .await;
 }
 
-fn snapshot(driver: &ChartDriver, name: &str, claim: &str, class: &str) {
+fn snapshot(driver: &NodeDriver, name: &str, claim: &str, class: &str) {
     apply(
         driver.ns(),
         &format!(
@@ -59,7 +66,7 @@ fn snapshot(driver: &ChartDriver, name: &str, claim: &str, class: &str) {
     );
 }
 
-async fn snapshot_ready(driver: &ChartDriver, name: &str) {
+async fn snapshot_ready(driver: &NodeDriver, name: &str) {
     let snapshots: Api<VolumeSnapshot> = Api::namespaced(driver.client.clone(), driver.ns());
     wait_for(&format!("snapshot {name} ready"), NODE_TIMEOUT, || async {
         snapshots.get(name).await.ok()?.status?.ready_to_use?.then_some(())
@@ -72,14 +79,14 @@ const FROM_SNAPSHOT: &str = "  dataSource: {kind: VolumeSnapshot, apiGroup: snap
 #[tokio::test]
 #[ignore = "needs the node: make node-e2e"]
 async fn a_pods_data_is_read_back_from_its_snapshot_and_its_clone_filesystem_and_block() {
-    let mut driver = ChartDriver::install("node-volumes", Mode::Separate).await;
+    let mut driver = NodeDriver::install_upstream("node-volumes").await;
     let class = driver.storage_class("wffc", "WaitForFirstConsumer");
     let snapshots = driver.snapshot_classes();
 
     // Filesystem: written, the writer deleted (unpublished), then read from a restore and from a clone.
     driver.claim("fs", &class, "Filesystem", "", "");
     apply(driver.ns(), &pod("fs-writer", "fs", false, "echo written-by-fs-writer > /data/file && sync && sleep 3600"));
-    ready_pods(&driver.client, driver.ns(), "", 1).await;
+    ready_pod(&driver.client, driver.ns(), "fs-writer").await;
     driver.bound("fs").await;
     deleted_and_unpublished(&driver, "fs-writer").await;
     snapshot(&driver, "fs-snap", "fs", &snapshots);
@@ -109,7 +116,7 @@ async fn a_pods_data_is_read_back_from_its_snapshot_and_its_clone_filesystem_and
 #[tokio::test]
 #[ignore = "needs the node: make node-e2e"]
 async fn a_statefulset_of_three_gets_a_volume_each_once_its_pods_are_scheduled() {
-    let mut driver = ChartDriver::install("node-statefulset", Mode::Separate).await;
+    let mut driver = NodeDriver::install_upstream("node-statefulset").await;
     let class = driver.storage_class("wffc", "WaitForFirstConsumer");
     apply(
         driver.ns(),
@@ -153,7 +160,7 @@ spec:
             .flat_map(|t| t.match_expressions.iter().flatten())
             .flat_map(|e| e.values.iter().flatten())
             .collect();
-        assert!(values.iter().any(|v| v.as_str() == csi_sidecars_e2e::node::NODE_NAME), "{values:?}");
+        assert!(values.iter().any(|v| v.as_str() == NODE_NAME), "{values:?}");
         let written = wait_for(&format!("{name} wrote its name"), NODE_TIMEOUT, || async {
             let log = logs(driver.ns(), &name, "web", false);
             (!log.trim().is_empty() && !log.contains("no logs")).then_some(log)

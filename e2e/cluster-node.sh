@@ -206,7 +206,8 @@ node_prepare_host() {
 		printf '%s=%s\n' "$s" "$(sysctl -n "$s" 2>/dev/null || echo -)"
 	done >"$dir/sysctl.saved"
 	nft_tables >"$dir/nft-tables.saved"
-	[[ -d /run/netns ]] || touch "$dir/netns.made"
+	# Host directories the node's tools make (network namespaces; util-linux's table of mounts it made shared).
+	for s in /run/netns /run/mount; do [[ -d "$s" ]] || echo "$s"; done >"$dir/dirs.made"
 	# Bridged pod traffic goes through iptables (a Service's reply to a pod on the same bridge).
 	sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
 	ip addr add "$NODE_IP/32" dev lo 2>/dev/null || true
@@ -328,7 +329,9 @@ node_clean_host() {
 	iptables_without_ours iptables-legacy-save iptables-legacy-restore
 	iptables_without_ours ip6tables-legacy-save ip6tables-legacy-restore
 	nft_remove_made_empty "$dir/nft-tables.saved"
-	[[ ! -f "$dir/netns.made" ]] || rmdir /run/netns 2>/dev/null || true
+	if [[ -f "$dir/dirs.made" ]]; then
+		while read -r s; do rm -rf "${s:?}"; done <"$dir/dirs.made"
+	fi
 	# The pods' cgroups, deepest first (empty once their processes are gone).
 	for s in /sys/fs/cgroup/*/kubepods; do
 		[[ -d "$s" ]] && find "$s" -depth -type d -exec rmdir {} + 2>/dev/null

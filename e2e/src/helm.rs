@@ -138,6 +138,15 @@ impl Release {
         Release { name: name.to_string(), namespace: namespace.to_string() }
     }
 
+    /// `helm upgrade --wait` of this release with `values` (a full set: nothing is reused).
+    pub fn upgrade_ready(&self, chart: Chart, values: &[String]) {
+        let dir = chart.dir().display().to_string();
+        let mut args = strings(&["upgrade", &self.name, &dir, "--namespace", &self.namespace]);
+        args.extend(strings(&["--wait=true", "--timeout=180s"]));
+        args.extend_from_slice(values);
+        run("helm", &args, None).unwrap_or_else(|e| panic!("helm upgrade {}: {e}", self.name));
+    }
+
     /// The manifest helm installed.
     pub fn manifest(&self) -> String {
         run("helm", &strings(&["get", "manifest", &self.name, "--namespace", &self.namespace]), None)

@@ -126,13 +126,27 @@ pub fn apply(namespace: &str, yaml: &str) {
 }
 
 /// `kubectl logs` of one container (`previous`: of its last run, after a restart).
+///
+/// Asked again (up to five times) when the API server's connection to the kubelet broke: on these machines its
+/// first request to a kubelet now and then fails with "use of closed network connection" (the kubelet logs a TLS
+/// handshake that ended early), and the next one goes through.
 pub fn logs(namespace: &str, pod: &str, container: &str, previous: bool) -> String {
     let mut args = vec!["logs".to_string(), "--namespace".into(), namespace.into(), pod.into(), "-c".into()];
     args.push(container.into());
     if previous {
         args.push("--previous".into());
     }
-    run("kubectl", &args, None).unwrap_or_else(|e| format!("(no logs: {e})"))
+    let mut attempt = 0;
+    loop {
+        match run("kubectl", &args, None) {
+            Ok(text) => return text,
+            Err(e) if attempt < 4 && e.contains("use of closed network connection") => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => return format!("(no logs: {e})"),
+        }
+    }
 }
 
 /// The pods of `namespace` that `selector` picks.
@@ -182,10 +196,10 @@ pub async fn succeeded(client: &kube::Client, namespace: &str, name: &str) -> Po
     .await
 }
 
-/// A container's status in `pod`.
-pub fn container_status<'p>(pod: &'p Pod, name: &str) -> &'p k8s_openapi::api::core::v1::ContainerStatus {
+/// A container's status in `pod`, once the kubelet has reported one.
+pub fn container_status<'p>(pod: &'p Pod, name: &str) -> Option<&'p k8s_openapi::api::core::v1::ContainerStatus> {
     let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
-    statuses.into_iter().flatten().find(|c| c.name == name).unwrap_or_else(|| panic!("no container {name}"))
+    statuses.into_iter().flatten().find(|c| c.name == name)
 }
 
 /// One line per pod and container with its image, for the suite's record of what ran.

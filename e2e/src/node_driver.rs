@@ -28,6 +28,8 @@ use crate::node::{CHART_USER, NODE_TIMEOUT, Node, REGISTRAR_STANDIN, apply, read
 use crate::upstream_manifests::hostpath_manifests;
 use crate::{Cluster, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, wait_for};
 
+/// The chart's controller pods.
+const CONTROLLER_PODS: &str = "app.kubernetes.io/component=controller,app.kubernetes.io/name=csi-sidecars";
 /// The ServiceAccount upstream's manifests run the driver's pod as.
 const UPSTREAM_ACCOUNT: &str = "csi-hostpathplugin-sa";
 
@@ -80,14 +82,30 @@ impl NodeDriver {
     }
 
     /// Both charts in a new namespace, every pod ready (`helm install --wait`, then each container).
+    ///
+    /// The Deployment starts with one replica and is scaled to two (`helm upgrade --set replicas=2`) once that
+    /// replica leads every sidecar: hostpath-plugin keeps its books in memory per process, so the sidecars' leaders
+    /// must share a pod (two pods' drivers would each know only the volumes made through them). The second pod
+    /// stands by for every sidecar; when the leader pod goes, it takes every Lease.
     pub async fn install_charts(prefix: &str, mode: Mode) -> NodeDriver {
         let mut installed = Self::prepare(prefix, CHART_USER).await;
         let values_file = installed.state.with_extension("values.yaml");
         let state = installed.state.display().to_string();
         let node_state = Node::shared().host_dir(&format!("{}-node", installed.ns()), 0).display().to_string();
         std::fs::write(&values_file, values(&installed.driver, mode, &state, &node_state)).unwrap();
-        let values = ["-f".to_string(), values_file.display().to_string()];
-        installed.sidecars = Some(Release::install_ready(Chart::CsiSidecars, installed.ns(), installed.ns(), &values));
+        let mut values = vec!["-f".to_string(), values_file.display().to_string()];
+        let one = ["--set".to_string(), "replicas=1".to_string()];
+        let sidecars =
+            Release::install_ready(Chart::CsiSidecars, installed.ns(), installed.ns(), &[&values[..], &one].concat());
+        let first = ready_pods(&installed.client, installed.ns(), CONTROLLER_PODS, 1).await.remove(0);
+        let first = first.metadata.name.unwrap();
+        for lease in installed.leases() {
+            let holder = installed.lease_holder(&lease).await;
+            assert_eq!(holder, first, "the one replica leads {lease}");
+        }
+        values.extend(["--set".to_string(), "replicas=2".to_string()]);
+        sidecars.upgrade_ready(Chart::CsiSidecars, &values);
+        installed.sidecars = Some(sidecars);
         // helm's --wait counts ready replicas; the tests want each pod's every container ready.
         installed.controller_pods().await;
         installed.node_pods().await;
@@ -132,13 +150,7 @@ impl NodeDriver {
 
     /// The two controller pods, once both are ready.
     pub async fn controller_pods(&self) -> Vec<Pod> {
-        ready_pods(
-            &self.client,
-            self.ns(),
-            "app.kubernetes.io/component=controller,app.kubernetes.io/name=csi-sidecars",
-            2,
-        )
-        .await
+        ready_pods(&self.client, self.ns(), CONTROLLER_PODS, 2).await
     }
 
     /// The node pod, once ready.

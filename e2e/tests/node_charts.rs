@@ -145,14 +145,14 @@ async fn leader_killed(driver: &mut NodeDriver, class: &str, mode: Mode) {
     };
     let pods: Api<Pod> = Api::namespaced(driver.client.clone(), driver.ns());
     let pod = pods.get(&leader).await.unwrap();
-    let id = container_status(&pod, container).container_id.clone().expect("a running container");
+    let id = container_status(&pod, container).and_then(|c| c.container_id.clone()).expect("a running container");
     assert!(node.kill9_container(&id), "SIGKILL to {container} of {leader}");
     let restarted = wait_for(&format!("{container} of {leader} restarted and ready"), NODE_TIMEOUT, || async {
         let pod = pods.get(&leader).await.ok()?;
-        (container_status(&pod, container).restart_count >= 1 && ready(&pod)).then_some(pod)
+        (container_status(&pod, container)?.restart_count >= 1 && ready(&pod)).then_some(pod)
     })
     .await;
-    let status = container_status(&restarted, container);
+    let status = container_status(&restarted, container).expect("its status");
     let last = status.last_state.as_ref().and_then(|s| s.terminated.as_ref()).expect("its last run ended");
     assert_eq!(last.exit_code, 137, "SIGKILLed: {last:?}");
     driver.claim("after-kill", class, "Filesystem", "", "");

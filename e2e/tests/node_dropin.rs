@@ -43,7 +43,7 @@ async fn upstreams_hostpath_manifests_work_with_only_the_sidecar_images_swapped(
         let pod = pods.get("csi-hostpathplugin-0").await.ok()?;
         let provisioner = pod.spec.as_ref()?.containers.iter().find(|c| c.name == "csi-provisioner")?;
         let as_65532 = provisioner.security_context.as_ref()?.run_as_user == Some(65532);
-        let running = container_status(&pod, "csi-provisioner").state.as_ref()?.running.is_some();
+        let running = container_status(&pod, "csi-provisioner")?.state.as_ref()?.running.is_some();
         (as_65532 && running).then_some(pod)
     })
     .await;

@@ -4,6 +4,8 @@
 #
 #   e2e/node-images.sh            build (or reuse) every image and import it
 #   e2e/node-images.sh list       print each image's name and what it holds
+#   e2e/node-images.sh e2e        also the images Kubernetes' e2e tests ask for (make conformance): busybox and
+#                                 agnhost under their registry.k8s.io/e2e-test-images names
 #
 # Our images: the dev-profile binaries of target/debug (csi-provisioner, csi-resizer, csi-snapshotter,
 # snapshot-controller, csi-group-snapshotter, csi-sidecars, csi-attacher, csi-node-driver-registrar, livenessprobe,
@@ -75,25 +77,62 @@ build_ours() {
 	done
 }
 
-build_busybox() {
-	local archive="$OUT_DIR/busybox.oci.tar" bb applet
+# busybox_rootfs DIR: Debian's busybox-static at /bin/busybox with a link per applet, and a /tmp
+busybox_rootfs() {
+	local bb applet
 	bb="$(command -v busybox || true)"
 	[[ -n "$bb" ]] || die "busybox not found (apt-get install busybox-static)"
 	{ ldd "$bb" 2>&1 || true; } | grep -q 'not a dynamic executable' || die "$bb is not statically linked (apt-get install busybox-static)"
-	[[ -f "$archive" && "$archive" -nt "$bb" ]] && return 0
+	mkdir -p "$1/bin" "$1/tmp"
+	chmod 1777 "$1/tmp"
+	install -m 0755 "$bb" "$1/bin/busybox"
+	for applet in $("$bb" --list); do
+		[[ "$applet" == busybox ]] || ln -s busybox "$1/bin/$applet"
+	done
+}
+
+# build_busybox ARCHIVE TAG: the test pods' shell image, its ref named TAG
+build_busybox() {
+	local archive="$1"
+	[[ -f "$archive" && "$archive" -nt "$(command -v busybox)" ]] && return 0
 	WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
 	oci_begin "$WORK"
-	mkdir -p "$WORK/rootfs/bin" "$WORK/rootfs/tmp"
-	chmod 1777 "$WORK/rootfs/tmp"
-	install -m 0755 "$bb" "$WORK/rootfs/bin/busybox"
-	for applet in $("$bb" --list); do
-		[[ "$applet" == busybox ]] || ln -s busybox "$WORK/rootfs/bin/$applet"
-	done
+	busybox_rootfs "$WORK/rootfs"
 	oci_layer "$WORK/rootfs" 1
-	oci_image "${BUSYBOX_IMAGE##*:}" "0:0" /bin/sh busybox "$(busybox | head -1 | awk '{print $2}')" \
+	oci_image "$2" "0:0" /bin/sh busybox "$(busybox | head -1 | awk '{print $2}')" \
 		"e2e/node-images.sh: Debian's busybox-static" "$OCI_LAYER"
 	oci_write "$archive"
 	rm -rf "$WORK"
+}
+
+# build_agnhost ARCHIVE TAG: Kubernetes' agnhost (e2e/tools.sh builds it from the kubernetes module) at /agnhost, its
+# entrypoint, beside busybox's applets (the image upstream builds has a shell too)
+build_agnhost() {
+	local archive="$1" binary
+	binary="$(bash "$ROOT/e2e/tools.sh" path agnhost)"
+	[[ -f "$archive" && "$archive" -nt "$binary" ]] && return 0
+	WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
+	oci_begin "$WORK"
+	busybox_rootfs "$WORK/rootfs"
+	install -m 0755 "$binary" "$WORK/rootfs/agnhost"
+	oci_layer "$WORK/rootfs" 1
+	oci_image "$2" "0:0" /agnhost agnhost "$2" "e2e/node-images.sh: agnhost from k8s.io/kubernetes/test/images" \
+		"$OCI_LAYER"
+	oci_write "$archive"
+	rm -rf "$WORK"
+}
+
+# e2e_image NAME ID -> the reference Kubernetes' e2e tests use for their image ID (BusyBox, Agnhost), read from
+# test/utils/image/manifest.go of the kubernetes release e2e/go/k8s-e2e pins
+e2e_image() {
+	local v dir tag
+	v="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3; exit }' \
+		"$ROOT/e2e/go/k8s-e2e/go.mod")"
+	dir="$(cd "$ROOT/e2e/go/k8s-e2e" && go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	tag="$(sed -n "s/.*configs\[$2\] = Config{list.PromoterE2eRegistry, \"$1\", \"\([^\"]*\)\"}.*/\1/p" \
+		"$dir/test/utils/image/manifest.go")"
+	[[ -n "$tag" ]] || die "no e2e image $1 in k8s.io/kubernetes@$v test/utils/image/manifest.go"
+	echo "registry.k8s.io/e2e-test-images/$1:$tag"
 }
 
 # normalized NAME: the name as the kubelet asks containerd for it (csi-provisioner:0.1.0 is
@@ -133,7 +172,7 @@ cmd_build() {
 	trap 'rm -rf "$OUT_DIR"/.work.*' EXIT
 	read -ra names <<<"$(present)"
 	build_ours "${names[@]}"
-	build_busybox
+	build_busybox "$OUT_DIR/busybox.oci.tar" "${BUSYBOX_IMAGE##*:}"
 	version="$(version)"
 	for b in "${names[@]}"; do import "$OUT_DIR/$b.oci.tar" "$b:$version"; done
 	import "$OUT_DIR/busybox.oci.tar" "$BUSYBOX_IMAGE"
@@ -147,8 +186,23 @@ cmd_list() {
 	printf '%-40s %s\n' "$BUSYBOX_IMAGE" "Debian's busybox-static"
 }
 
+# cmd_e2e: the e2e tests' busybox (the same rootfs as ours) and agnhost, named as the tests ask for them
+cmd_e2e() {
+	local busybox agnhost
+	busybox="$(e2e_image busybox BusyBox)"
+	agnhost="$(e2e_image agnhost Agnhost)"
+	mkdir -p "$OUT_DIR"
+	trap 'rm -rf "$OUT_DIR"/.work.*' EXIT
+	build_busybox "$OUT_DIR/e2e-busybox.oci.tar" "${busybox##*:}"
+	build_agnhost "$OUT_DIR/e2e-agnhost.oci.tar" "${agnhost##*:}"
+	import "$OUT_DIR/e2e-busybox.oci.tar" "$busybox"
+	import "$OUT_DIR/e2e-agnhost.oci.tar" "$agnhost"
+	log "$busybox and $agnhost imported"
+}
+
 case "${1:-}" in
 "") cmd_build ;;
 list) cmd_list ;;
-*) sed -n '2,8p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+e2e) cmd_build && cmd_e2e ;;
+*) sed -n '2,10p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac

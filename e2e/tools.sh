@@ -13,6 +13,8 @@
 #        kubelet kube-scheduler kube-proxy pause (the node of `CLUSTER_NODE=1 e2e/cluster.sh up` and its suite;
 #        pause is the pod sandbox, built with `gcc -static` from the kubernetes module's build/pause; `build node`
 #        builds these four)
+#        e2e.test agnhost (Kubernetes' own e2e binary and its test image's program, for `make conformance`;
+#        `build conformance` builds these two)
 #        upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
 #        upstream-csi-attacher
 #        (upstream's Go sidecars, only for `make bench`: `build` without names leaves them out; name them)
@@ -29,6 +31,8 @@ ALL_NAMES=(etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm)
 # Upstream's sidecars, only for `make bench` (side by side with ours); not part of `build` without names.
 # The node's binaries (`build node`), only for the node-backed cluster.
 NODE_NAMES=(kubelet kube-scheduler kube-proxy pause)
+# Kubernetes' storage e2e tests (`build conformance`), only for `make conformance`.
+CONFORMANCE_NAMES=(e2e.test agnhost)
 BENCH_NAMES=(upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
 	upstream-csi-attacher)
 
@@ -47,13 +51,14 @@ module_of() {
 	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy | pause)
 		echo k8s
 		;;
+	e2e.test | agnhost) echo k8s-e2e ;;
 	csi-sanity) echo tools/csi-sanity ;;
 	helm) echo tools/helm ;;
 	upstream-csi-provisioner) echo tools/external-provisioner ;;
 	upstream-csi-resizer) echo tools/external-resizer ;;
 	upstream-csi-attacher) echo tools/external-attacher ;;
 	upstream-csi-snapshotter | upstream-snapshot-controller) echo tools/external-snapshotter ;;
-	*) die "unknown tool '$1' (known: ${ALL_NAMES[*]} ${NODE_NAMES[*]} ${BENCH_NAMES[*]})" ;;
+	*) die "unknown tool '$1' (known: ${ALL_NAMES[*]} ${NODE_NAMES[*]} ${CONFORMANCE_NAMES[*]} ${BENCH_NAMES[*]})" ;;
 	esac
 }
 
@@ -65,6 +70,8 @@ package_of() {
 		echo "k8s.io/kubernetes/cmd/$1"
 		;;
 	pause) echo k8s.io/kubernetes/build/pause/linux/pause.c ;;
+	e2e.test) echo k8s.io/kubernetes/test/e2e ;;
+	agnhost) echo k8s.io/kubernetes/test/images/agnhost ;;
 	csi-sanity) echo github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity ;;
 	helm) echo helm.sh/helm/v3/cmd/helm ;;
 	upstream-csi-provisioner) echo github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner ;;
@@ -85,8 +92,8 @@ mod_version() {
 ldflags_of() {
 	local name="$1" v
 	case "$name" in
-	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy)
-		v="$(mod_version k8s k8s.io/kubernetes)"
+	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy | e2e.test)
+		v="$(mod_version "$(module_of "$name")" k8s.io/kubernetes)"
 		local major minor date pkg flags=""
 		major="${v#v}"; major="${major%%.*}"
 		minor="${v#v*.}"; minor="${minor%%.*}"
@@ -111,7 +118,7 @@ ldflags_of() {
 			"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor" \
 			"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
 		;;
-	etcd | pause) echo "" ;; # etcd's version is a constant in its api module; pause is C
+	etcd | pause | agnhost) echo "" ;; # etcd's version is a constant in its api module; pause is C
 	upstream-csi-provisioner) echo "-X main.version=$(mod_version tools/external-provisioner github.com/kubernetes-csi/external-provisioner/v6)" ;;
 	upstream-csi-resizer) echo "-X main.version=$(mod_version tools/external-resizer github.com/kubernetes-csi/external-resizer/v2)" ;;
 	upstream-csi-attacher) echo "-X main.version=$(mod_version tools/external-attacher github.com/kubernetes-csi/external-attacher/v4)" ;;
@@ -169,11 +176,14 @@ build_one() {
 		return 0
 	fi
 	ldflags="-s -w $(ldflags_of "$name")"
+	# e2e.test is a package's test binary.
+	local verb=(build)
+	[[ "$name" != e2e.test ]] || verb=(test -c)
 	log "$name: building $pkg (module e2e/go/$mod) ..."
 	start=$(date +%s)
 	if [[ "$name" == pause ]]; then
 		build_pause "$out.tmp.$$" || { rm -f "$out.tmp.$$"; exec 9>&-; die "pause: gcc -static failed"; }
-	elif ! (cd "$GO_DIR/$mod" && CGO_ENABLED=0 go build "${BUILD_FLAGS[@]}" -ldflags "$ldflags" \
+	elif ! (cd "$GO_DIR/$mod" && CGO_ENABLED=0 go "${verb[@]}" "${BUILD_FLAGS[@]}" -ldflags "$ldflags" \
 		-o "$out.tmp.$$" "$pkg"); then
 		rm -f "$out.tmp.$$"
 		exec 9>&-
@@ -208,6 +218,7 @@ build)
 	require_go
 	[[ $# -gt 0 ]] || set -- "${ALL_NAMES[@]}"
 	[[ "$*" != node ]] || set -- "${NODE_NAMES[@]}"
+	[[ "$*" != conformance ]] || set -- "${CONFORMANCE_NAMES[@]}"
 	for n in "$@"; do module_of "$n" >/dev/null; done
 	total_start=$(date +%s)
 	for n in "$@"; do build_one "$n"; done
@@ -228,7 +239,7 @@ ldflags)
 	;;
 list)
 	require_go
-	for n in "${ALL_NAMES[@]}" "${NODE_NAMES[@]}" "${BENCH_NAMES[@]}"; do
+	for n in "${ALL_NAMES[@]}" "${NODE_NAMES[@]}" "${CONFORMANCE_NAMES[@]}" "${BENCH_NAMES[@]}"; do
 		d="$(bin_dir_of "$n")"
 		if [[ -x "$d/$n" ]]; then s=built; else s=missing; fi
 		printf '%-24s %-8s %s\n' "$n" "$s" "$d/$n"

@@ -17,29 +17,22 @@
 //! Why not kube-runtime's `Controller`: it has no per-object retry backoff (kube-rs #1916), and the upstream sidecars
 //! retry each object from `--retry-interval-start` to `--retry-interval-max`; [`crate::WorkQueue`] does that.
 
+mod cache;
+pub mod kinds;
 mod provider;
+pub mod strings;
 
-use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::future::join_all;
 use kube::Api;
-use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 
+pub use cache::Cache;
+pub use kinds::{Cached, Key};
 pub use provider::{CacheFeed, CacheProvider};
-
-/// What a cached kind needs.
-pub trait Watched:
-    kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned + Send + Sync + 'static
-{
-}
-impl<K> Watched for K where
-    K: kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned + Send + Sync + 'static
-{
-}
 
 /// One change a watch reports, after the cache has applied it.
 #[derive(Debug)]
@@ -68,7 +61,7 @@ impl<K> Change<'_, K> {
 }
 
 /// A new cache of its own, not shared with anyone: a provider with one consumer.
-pub fn cache<K: Watched>() -> (Store<K>, CacheFeed<K>) {
+pub fn cache<K: Cached>() -> (Cache<K>, CacheFeed<K>) {
     CacheProvider::default().cache()
 }
 
@@ -80,13 +73,13 @@ trait Subscription: Send {
     fn start(self: Box<Self>) -> (Ready, Box<dyn FnOnce() + Send>);
 }
 
-struct Subscribe<K: Watched, F> {
+struct Subscribe<K: Cached, F> {
     feed: CacheFeed<K>,
     api: Api<K>,
     on_change: F,
 }
 
-impl<K: Watched, F: FnMut(Change<'_, K>) + Send + 'static> Subscription for Subscribe<K, F> {
+impl<K: Cached, F: FnMut(Change<'_, K>) + Send + 'static> Subscription for Subscribe<K, F> {
     fn start(self: Box<Self>) -> (Ready, Box<dyn FnOnce() + Send>) {
         // Filled for this controller once it has been handed a complete list. (Not `Store::wait_until_ready`: its
         // oneshot wakes only the last of several waiters, and a shared cache has several.)
@@ -116,7 +109,7 @@ pub struct Watches {
 impl Watches {
     /// Subscribes to `feed`'s cache, watching `api` (cluster-wide) if nobody watches its kind yet; `on_change`
     /// sees every change after the cache has it, from [`Watches::serve`] until it returns.
-    pub fn watch<K: Watched>(
+    pub fn watch<K: Cached>(
         &mut self,
         feed: CacheFeed<K>,
         api: Api<K>,

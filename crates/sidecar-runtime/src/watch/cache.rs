@@ -152,7 +152,7 @@ impl<K: Cached> Cache<K> {
         self.held_all().iter().any(|h| test(&K::read(h)))
     }
 
-    /// What `f` makes of each cached object's name, namespace and uid (no object is rebuilt).
+    /// What `f` makes of each cached object's namespace and name (no object is rebuilt).
     pub fn keys<T>(&self, mut f: impl FnMut(Key<'_>) -> Option<T>) -> Vec<T> {
         self.read().iter().filter_map(|held| f(K::key(held))).collect()
     }

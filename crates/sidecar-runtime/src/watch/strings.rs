@@ -120,9 +120,119 @@ pub fn to_list(list: &Option<List>) -> Option<Vec<String>> {
     list.as_ref().map(|l| l.iter().map(|s| s.to_string()).collect())
 }
 
+/// A uid, held in 16 bytes when it is a UUID as the API server writes them (lowercase, hyphenated), else as it came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Uid {
+    Uuid([u8; 16]),
+    Text(Box<str>),
+}
+
+/// Where a canonical UUID has its hyphens.
+const HYPHENS: [usize; 4] = [8, 13, 18, 23];
+
+impl Uid {
+    pub fn of(text: &str) -> Uid {
+        Uid::uuid(text).map(Uid::Uuid).unwrap_or_else(|| Uid::Text(text.into()))
+    }
+
+    fn uuid(text: &str) -> Option<[u8; 16]> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 36 || HYPHENS.iter().any(|&i| bytes[i] != b'-') {
+            return None;
+        }
+        let mut digits = bytes.iter().enumerate().filter(|(i, _)| !HYPHENS.contains(i)).map(|(_, b)| match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            _ => None,
+        });
+        let mut uuid = [0u8; 16];
+        for byte in &mut uuid {
+            *byte = (digits.next()?? << 4) | digits.next()??;
+        }
+        Some(uuid)
+    }
+
+    pub fn text(&self) -> String {
+        match self {
+            Uid::Text(text) => text.to_string(),
+            Uid::Uuid(uuid) => {
+                let mut text = String::with_capacity(36);
+                for (i, byte) in uuid.iter().enumerate() {
+                    if [4, 6, 8, 10].contains(&i) {
+                        text.push('-');
+                    }
+                    text.push_str(&format!("{byte:02x}"));
+                }
+                text
+            }
+        }
+    }
+}
+
+pub fn uid(value: &Option<String>) -> Option<Uid> {
+    value.as_deref().map(Uid::of)
+}
+
+pub fn uid_text(value: &Option<Uid>) -> Option<String> {
+    value.as_ref().map(Uid::text)
+}
+
+/// A resourceVersion, held as a number when it is one in its plain decimal form (etcd's revisions), else as it came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Version {
+    Number(u64),
+    Text(Box<str>),
+}
+
+impl Version {
+    pub fn of(text: &str) -> Version {
+        let plain =
+            !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) && (text == "0" || !text.starts_with('0'));
+        match text.parse() {
+            Ok(number) if plain => Version::Number(number),
+            _ => Version::Text(text.into()),
+        }
+    }
+
+    pub fn text(&self) -> String {
+        match self {
+            Version::Number(number) => number.to_string(),
+            Version::Text(text) => text.to_string(),
+        }
+    }
+}
+
+pub fn version(value: &Option<String>) -> Option<Version> {
+    value.as_deref().map(Version::of)
+}
+
+pub fn version_text(value: &Option<Version>) -> Option<String> {
+    value.as_ref().map(Version::text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uids_and_versions_come_back_as_they_came() {
+        for text in [
+            "0a7c6a9e-2d5b-4c8e-9f1a-3b2c1d0e9f8a",
+            "0A7C6A9E-2d5b-4c8e-9f1a-3b2c1d0e9f8a",
+            "u-1",
+            "",
+            "0a7c6a9e-2d5b-4c8e-9f1a-3b2c1d0e9f8",
+        ] {
+            assert_eq!(Uid::of(text).text(), text);
+        }
+        assert!(matches!(Uid::of("0a7c6a9e-2d5b-4c8e-9f1a-3b2c1d0e9f8a"), Uid::Uuid(_)));
+        assert!(matches!(Uid::of("0A7C6A9E-2d5b-4c8e-9f1a-3b2c1d0e9f8a"), Uid::Text(_)), "upper case is not canonical");
+        for text in ["123456", "0", "007", "", "18446744073709551616", "12a"] {
+            assert_eq!(Version::of(text).text(), text);
+        }
+        assert_eq!(Version::of("123456"), Version::Number(123456));
+        assert!(matches!(Version::of("007"), Version::Text(_)));
+    }
 
     #[test]
     fn equal_strings_and_maps_are_one_copy() {

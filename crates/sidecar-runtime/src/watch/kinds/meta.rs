@@ -5,7 +5,10 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::Key;
-use crate::watch::strings::{List, Pairs, list, shared_opt, string, string_map, text, to_list, to_string_map};
+use crate::watch::strings::{
+    List, Pairs, Uid, Version, list, shared_opt, string, string_map, text, to_list, to_string_map, uid as uid_of,
+    uid_text, version, version_text,
+};
 
 /// Every field of [`ObjectMeta`] but `managedFields` (no sidecar reads them, client-go's
 /// `TransformStripManagedFields` drops them too, and an update without them keeps the server's). The fields every
@@ -15,8 +18,8 @@ use crate::watch::strings::{List, Pairs, list, shared_opt, string, string_map, t
 pub struct SlimMeta {
     name: Option<Box<str>>,
     namespace: Option<Arc<str>>,
-    uid: Option<Box<str>>,
-    resource_version: Option<Box<str>>,
+    uid: Option<Uid>,
+    resource_version: Option<Version>,
     creation_timestamp: Option<Time>,
     labels: Option<Pairs>,
     annotations: Option<Pairs>,
@@ -56,8 +59,8 @@ impl SlimMeta {
         SlimMeta {
             name: text(name),
             namespace: shared_opt(namespace),
-            uid: text(uid),
-            resource_version: text(resource_version),
+            uid: uid_of(uid),
+            resource_version: version(resource_version),
             creation_timestamp: creation_timestamp.clone(),
             labels: string_map(labels),
             annotations: string_map(annotations),
@@ -76,17 +79,13 @@ impl SlimMeta {
             managed_fields: None,
             name: string(&self.name),
             namespace: string(&self.namespace),
-            resource_version: string(&self.resource_version),
-            uid: string(&self.uid),
+            resource_version: version_text(&self.resource_version),
+            uid: uid_text(&self.uid),
             ..rest
         }
     }
 
     pub fn key(&self) -> Key<'_> {
-        Key {
-            namespace: self.namespace.as_deref(),
-            name: self.name.as_deref().unwrap_or_default(),
-            uid: self.uid.as_deref(),
-        }
+        Key { namespace: self.namespace.as_deref(), name: self.name.as_deref().unwrap_or_default() }
     }
 }

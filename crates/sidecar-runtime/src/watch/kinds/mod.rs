@@ -44,7 +44,7 @@ pub trait Cached:
     fn slim(&self) -> Self::Slim;
     /// The object a reader gets.
     fn read(held: &Arc<Self::Slim>) -> Arc<Self>;
-    /// The held object's name, namespace and uid.
+    /// The held object's namespace and name.
     fn key(held: &Self::Slim) -> Key<'_>;
 }
 
@@ -53,16 +53,11 @@ pub trait Cached:
 pub struct Key<'a> {
     pub namespace: Option<&'a str>,
     pub name: &'a str,
-    pub uid: Option<&'a str>,
 }
 
 impl<'a> Key<'a> {
     pub fn of(meta: &'a ObjectMeta) -> Key<'a> {
-        Key {
-            namespace: meta.namespace.as_deref(),
-            name: meta.name.as_deref().unwrap_or_default(),
-            uid: meta.uid.as_deref(),
-        }
+        Key { namespace: meta.namespace.as_deref(), name: meta.name.as_deref().unwrap_or_default() }
     }
 }
 

@@ -55,6 +55,6 @@ impl Cached for Pod {
     }
 
     fn key(held: &PodClaims) -> Key<'_> {
-        Key { namespace: held.namespace.as_deref(), name: held.name.as_deref().unwrap_or_default(), uid: None }
+        Key { namespace: held.namespace.as_deref(), name: held.name.as_deref().unwrap_or_default() }
     }
 }

@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::meta::SlimMeta;
 use super::{Cached, Key, Part, SlimObject, held_slim};
 use crate::watch::strings::{
-    List, Pairs, list, quantity_map, shared, shared_opt, string, string_map, text, to_list, to_quantity_map,
-    to_string_map,
+    List, Pairs, Uid, Version, list, quantity_map, shared, shared_opt, string, string_map, text, to_list,
+    to_quantity_map, to_string_map, uid as uid_of, uid_text, version, version_text,
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -220,8 +220,8 @@ pub struct Reference {
     kind: Option<Arc<str>>,
     namespace: Option<Arc<str>>,
     name: Option<Box<str>>,
-    uid: Option<Box<str>>,
-    resource_version: Option<Box<str>>,
+    uid: Option<Uid>,
+    resource_version: Option<Version>,
     field_path: Option<Box<str>>,
 }
 
@@ -233,8 +233,8 @@ impl Reference {
             kind: shared_opt(kind),
             namespace: shared_opt(namespace),
             name: text(name),
-            uid: text(uid),
-            resource_version: text(resource_version),
+            uid: uid_of(uid),
+            resource_version: version(resource_version),
             field_path: text(field_path),
         }
     }
@@ -246,8 +246,8 @@ impl Reference {
             kind: string(&self.kind),
             name: string(&self.name),
             namespace: string(&self.namespace),
-            resource_version: string(&self.resource_version),
-            uid: string(&self.uid),
+            resource_version: version_text(&self.resource_version),
+            uid: uid_text(&self.uid),
         }
     }
 }

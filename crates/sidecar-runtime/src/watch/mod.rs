@@ -18,6 +18,7 @@
 //! retry each object from `--retry-interval-start` to `--retry-interval-max`; [`crate::WorkQueue`] does that.
 
 mod cache;
+mod decode;
 pub mod kinds;
 mod provider;
 pub mod strings;

@@ -24,6 +24,7 @@ use kube::runtime::watcher::{self, Event, InitialListStrategy};
 use tokio::task::JoinHandle;
 
 use super::cache::{Cache, Table};
+use super::decode::Decoded;
 use super::{Cached, Change};
 
 type Handler<K> = Box<dyn FnMut(Change<'_, K>) + Send>;
@@ -239,33 +240,30 @@ fn replay<K: Cached>(cache: &Cache<K>, handler: &mut Handler<K>) {
     handler(Change::Listed);
 }
 
-/// Drops an object's `metadata.managedFields` before it is cached, as client-go's `TransformStripManagedFields` does
-/// for the informers that use it. No sidecar reads them, and held as parsed JSON they are the largest part of a
-/// cached claim or PV (several times the rest of it): with 10,000 claims and PVs they were most of a sidecar's memory.
-/// Writing a cached object back is safe: an update without the field keeps the server's (only an explicit list
-/// replaces it).
-fn without_managed_fields<K: Cached>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
-}
-
 /// The reflector of one kind: runs until the last subscriber leaves (it is aborted then).
 ///
 /// The first list is a streaming watch-list (`sendInitialEvents`, KEP-3157), as client-go's reflector makes where
 /// the server allows it: one request, however many objects, where a paged list is one rate-limited request per 500
-/// (10,000 claims took 7.5 s to list at 5 requests/s). The objects also arrive one at a time, each losing its
-/// managedFields before the next is read, so the list never holds the whole kind twice. A server with the WatchList
-/// feature off (on by default from Kubernetes 1.34, off in 1.33) refuses it; the reflector then lists in pages.
+/// (10,000 claims took 7.5 s to list at 5 requests/s). The objects also arrive one at a time, each decoded without
+/// its managedFields ([`Decoded`]: no sidecar reads them, client-go's `TransformStripManagedFields` drops them too,
+/// and an update without them keeps the server's) and held slim before the next is read, so the list never holds
+/// the whole kind twice. A server with the WatchList feature off (on by default from Kubernetes 1.34, off in 1.33)
+/// refuses it; the reflector then lists in pages.
 async fn reflect<K: Cached>(cache: Arc<SharedCache<K>>, api: Api<K>, config: watcher::Config) {
     let kind = K::kind(&()).into_owned();
+    let namespace = api.namespace().map(str::to_string);
+    let api: Api<Decoded<K>> = match namespace {
+        Some(namespace) => Api::namespaced_with(api.into_client(), &namespace, &()),
+        None => Api::all(api.into_client()),
+    };
     let mut config = config.streaming_lists();
     loop {
-        let stream =
-            watcher::watcher(api.clone(), config.clone()).default_backoff().modify(without_managed_fields::<K>);
+        let stream = watcher::watcher(api.clone(), config.clone()).default_backoff();
         futures::pin_mut!(stream);
         let mut restart = false;
         while let Some(event) = stream.next().await {
             match event {
-                Ok(event) => cache.apply(&event),
+                Ok(event) => cache.apply(&decoded(event)),
                 Err(err)
                     if config.initial_list_strategy == InitialListStrategy::StreamingList
                         && refuses_streaming_lists(&err) =>
@@ -283,6 +281,16 @@ async fn reflect<K: Cached>(cache: Arc<SharedCache<K>>, api: Api<K>, config: wat
         }
     }
     tracing::error!(kind = %kind, "watch ended");
+}
+
+fn decoded<K>(event: Event<Decoded<K>>) -> Event<K> {
+    match event {
+        Event::Apply(Decoded(object)) => Event::Apply(object),
+        Event::Delete(Decoded(object)) => Event::Delete(object),
+        Event::Init => Event::Init,
+        Event::InitApply(Decoded(object)) => Event::InitApply(object),
+        Event::InitDone => Event::InitDone,
+    }
 }
 
 /// Whether a watch error is a server refusing `sendInitialEvents` (WatchList feature off: 422 Invalid, or 400 from
@@ -308,26 +316,6 @@ mod tests {
             metadata: ObjectMeta { name: Some(name.into()), namespace: Some("ns".into()), ..Default::default() },
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn cached_objects_keep_everything_but_their_managed_fields() {
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
-        let entry = |manager: &str| ManagedFieldsEntry {
-            manager: Some(manager.into()),
-            operation: Some("Update".into()),
-            fields_v1: Some(FieldsV1(serde_json::json!({"f:data": {"f:key": {}}}))),
-            ..Default::default()
-        };
-        let mut listed = config_map("a");
-        listed.metadata.managed_fields = Some(vec![entry("kubectl"), entry("kube-controller-manager")]);
-        listed.metadata.resource_version = Some("7".into());
-        listed.data = Some([("key".to_string(), "value".to_string())].into());
-        let mut cached = listed.clone();
-        without_managed_fields(&mut cached);
-        assert_eq!(cached.metadata.managed_fields, None);
-        listed.metadata.managed_fields = None;
-        assert_eq!(cached, listed, "nothing else is touched");
     }
 
     #[test]

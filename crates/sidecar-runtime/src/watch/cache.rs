@@ -166,3 +166,55 @@ impl<K: Cached> Cache<K> {
         self.len() == 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume};
+    use kube::api::ObjectMeta;
+    use kube::runtime::watcher::Event;
+
+    use crate::watch;
+
+    fn config_map(namespace: &str, name: &str) -> ConfigMap {
+        let metadata = ObjectMeta { name: Some(name.into()), namespace: Some(namespace.into()), ..Default::default() };
+        ConfigMap { metadata, ..Default::default() }
+    }
+
+    #[test]
+    fn objects_are_found_by_namespace_and_name() {
+        let (cache, feed) = watch::cache::<ConfigMap>();
+        for (namespace, name) in [("a", "x"), ("a", "y"), ("b", "x")] {
+            feed.apply(&Event::Apply(config_map(namespace, name)));
+        }
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.get_in("b", "x").and_then(|m| m.metadata.namespace.clone()).as_deref(), Some("b"));
+        assert!(cache.get_in("b", "y").is_none());
+        assert!(cache.get("x").is_none(), "a namespaced object is not found without its namespace");
+        let mut in_a: Vec<_> = cache.state_in("a").iter().filter_map(|m| m.metadata.name.clone()).collect();
+        in_a.sort();
+        assert_eq!(in_a, ["x", "y"]);
+        let mut keys = cache.keys(|key| Some(format!("{}/{}", key.namespace.unwrap_or_default(), key.name)));
+        keys.sort();
+        assert_eq!(keys, ["a/x", "a/y", "b/x"]);
+        assert_eq!(cache.filter(|m| m.metadata.name.as_deref() == Some("x")).len(), 2);
+        assert!(cache.any(|m| m.metadata.namespace.as_deref() == Some("b")));
+        feed.apply(&Event::Apply(config_map("a", "x")));
+        assert_eq!(cache.len(), 3, "a change replaces the object");
+        feed.apply(&Event::Delete(config_map("a", "x")));
+        assert!(cache.get_in("a", "x").is_none());
+        assert_eq!(cache.filter_map(|m| m.metadata.name.clone()).len(), 2);
+    }
+
+    #[test]
+    fn a_cluster_scoped_object_is_found_by_its_name() {
+        let (cache, feed) = watch::cache::<PersistentVolume>();
+        let volume = PersistentVolume {
+            metadata: ObjectMeta { name: Some("pv-1".into()), ..Default::default() },
+            ..Default::default()
+        };
+        feed.apply(&Event::Apply(volume.clone()));
+        assert!(cache.contains("pv-1"));
+        assert_eq!(cache.get("pv-1").as_deref(), Some(&volume));
+        assert!(!cache.contains("pv-2"));
+    }
+}

@@ -54,12 +54,13 @@ tools:
 	bash e2e/tools.sh build
 
 # Upstream's Go sidecars the bench runs beside ours (e2e/tools.sh builds them from the Go module proxy).
-BENCH_TOOLS := upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
+BENCH_TOOLS := upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller \
+	upstream-csi-attacher
 # The PV binder of kube-controller-manager must not be what the bench measures (its default is 20 requests/s).
 BENCH_KCM_ARGS := --kube-api-qps=1000 --kube-api-burst=2000
 # Only the release binaries the bench runs (the shipped profile; chaos, demo and the rest are not linked for it).
 BENCH_BINS := --bin csi-bench --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin snapshot-controller \
-	--bin csi-sidecars --bin hostpath-plugin --bin csictl
+	--bin csi-attacher --bin csi-sidecars --bin hostpath-plugin --bin csictl
 
 # Release binaries against a fresh control plane whose controller manager has raised limits; the cluster is
 # stopped afterwards. Sizes and rounds: BENCH_* variables (README, "Benchmarks"). Writes target/bench/.

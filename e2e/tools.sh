@@ -10,6 +10,7 @@
 #
 # Names: etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm
 #        upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
+#        upstream-csi-attacher
 #        (upstream's Go sidecars, only for `make bench`: `build` without names leaves them out; name them)
 #
 # Cache: ${CSI_SIDECARS_CACHE:-$HOME/.cache/csi-sidecars}/bin/<module>-<hash>/NAME, where <hash> covers the
@@ -22,7 +23,8 @@ GO_DIR="$E2E_DIR/go"
 CACHE_ROOT="${CSI_SIDECARS_CACHE:-${HOME:-/root}/.cache/csi-sidecars}"
 ALL_NAMES=(etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm)
 # Upstream's sidecars, only for `make bench` (side by side with ours); not part of `build` without names.
-BENCH_NAMES=(upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller)
+BENCH_NAMES=(upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
+	upstream-csi-attacher)
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 die() { printf '[tools] error: %s\n' "$*" >&2; exit 1; }
@@ -41,6 +43,7 @@ module_of() {
 	helm) echo tools/helm ;;
 	upstream-csi-provisioner) echo tools/external-provisioner ;;
 	upstream-csi-resizer) echo tools/external-resizer ;;
+	upstream-csi-attacher) echo tools/external-attacher ;;
 	upstream-csi-snapshotter | upstream-snapshot-controller) echo tools/external-snapshotter ;;
 	*) die "unknown tool '$1' (known: ${ALL_NAMES[*]} ${BENCH_NAMES[*]})" ;;
 	esac
@@ -55,6 +58,7 @@ package_of() {
 	helm) echo helm.sh/helm/v3/cmd/helm ;;
 	upstream-csi-provisioner) echo github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner ;;
 	upstream-csi-resizer) echo github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer ;;
+	upstream-csi-attacher) echo github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher ;;
 	upstream-csi-snapshotter) echo github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter ;;
 	upstream-snapshot-controller) echo github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller ;;
 	esac
@@ -99,6 +103,7 @@ ldflags_of() {
 	etcd) echo "" ;; # etcd's version is a constant in its api module
 	upstream-csi-provisioner) echo "-X main.version=$(mod_version tools/external-provisioner github.com/kubernetes-csi/external-provisioner/v6)" ;;
 	upstream-csi-resizer) echo "-X main.version=$(mod_version tools/external-resizer github.com/kubernetes-csi/external-resizer/v2)" ;;
+	upstream-csi-attacher) echo "-X main.version=$(mod_version tools/external-attacher github.com/kubernetes-csi/external-attacher/v4)" ;;
 	upstream-csi-snapshotter | upstream-snapshot-controller)
 		echo "-X main.version=$(mod_version tools/external-snapshotter github.com/kubernetes-csi/external-snapshotter/v8)"
 		;;

@@ -22,6 +22,7 @@ mod decode;
 pub mod kinds;
 mod provider;
 pub mod strings;
+mod written;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -34,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 pub use cache::Cache;
 pub use kinds::{Cached, Key};
 pub use provider::{CacheFeed, CacheProvider};
+pub use written::Written;
 
 /// One change a watch reports, after the cache has applied it.
 #[derive(Debug)]

@@ -73,13 +73,8 @@ bench: tools
 
 # The `scale` scenario alone (README, "Benchmarks"), on a fresh control plane like `bench`; writes
 # target/bench/scale.{json,md,svg}.
-bench-scale: tools
-	bash e2e/tools.sh build $(BENCH_TOOLS)
-	$(CARGO) build --release $(BENCH_BINS)
-	bash e2e/cluster.sh down
-	CLUSTER_KCM_EXTRA_ARGS="$(BENCH_KCM_ARGS)" bash e2e/cluster.sh up
-	status=0; BENCH_SCENARIOS=scale BENCH_OUTPUT=scale E2E_PROFILE=release $(CURDIR)/target/release/csi-bench || status=$$?; \
-	bash e2e/cluster.sh down; exit $$status
+bench-scale:
+	BENCH_SCENARIOS=scale BENCH_OUTPUT=scale $(MAKE) bench
 
 # The fault suite on a fresh control plane of its own (its kube-apiserver is restarted mid-run); the cluster is
 # stopped afterwards. Sizes: CHAOS_* variables (README, "Chaos"). A reduced run is part of make test.

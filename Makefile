@@ -5,12 +5,13 @@
 #   make image   the sidecar images as an OCI archive in target/image (no container daemon), then its test
 #   make demo    the examples story by story on a local control plane (KEEP=1 leaves it running)
 #   make bench   ours against upstream's sidecars side by side (README, "Benchmarks"); not part of make test
+#   make bench-scale   the same among 50,000 claims, PVs, pods and snapshot contents (BENCH_SCALE_OBJECTS)
 #   make chaos   the sidecars under faults, kills and restarts, then nothing leaked or lost (README, "Chaos")
 
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
 
-.PHONY: build test unit sanity e2e e2e-tests node-e2e lint tools bench chaos cluster-up cluster-down clean image demo
+.PHONY: build test unit sanity e2e e2e-tests node-e2e lint tools bench bench-scale chaos cluster-up cluster-down clean image demo
 
 build:
 	$(CARGO) build --release --workspace --bins
@@ -87,6 +88,11 @@ bench: tools
 	bash e2e/cluster.sh down
 	CLUSTER_KCM_EXTRA_ARGS="$(BENCH_KCM_ARGS)" bash e2e/cluster.sh up
 	status=0; E2E_PROFILE=release $(CURDIR)/target/release/csi-bench || status=$$?; bash e2e/cluster.sh down; exit $$status
+
+# The `scale` scenario alone (README, "Benchmarks"), on a fresh control plane like `bench`; writes
+# target/bench/scale.{json,md,svg}.
+bench-scale:
+	BENCH_SCENARIOS=scale BENCH_OUTPUT=scale $(MAKE) bench
 
 # The fault suite on a fresh control plane of its own (its kube-apiserver is restarted mid-run); the cluster is
 # stopped afterwards. Sizes: CHAOS_* variables (README, "Chaos"). A reduced run is part of make test.

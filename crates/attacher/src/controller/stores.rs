@@ -6,19 +6,18 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::api::storage::v1::{CSINode, VolumeAttachment};
 use kube::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
-use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
+use sidecar_runtime::watch::{Cache, CacheFeed, CacheProvider, Change, Watches};
 
 use super::Shared;
 use crate::translate::filter::{self, Direction};
 
 /// Read-only views of the caches.
 pub struct Stores {
-    pub attachments: Store<VolumeAttachment>,
+    pub attachments: Cache<VolumeAttachment>,
     /// Only when the driver publishes (the PVs' finalizers and the volumes' CSI form).
-    pub volumes: Option<Store<PersistentVolume>>,
+    pub volumes: Option<Cache<PersistentVolume>>,
     /// Only when the driver publishes (the node IDs).
-    pub csi_nodes: Option<Store<CSINode>>,
+    pub csi_nodes: Option<Cache<CSINode>>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -39,36 +38,30 @@ impl Stores {
     }
 
     pub fn attachment(&self, name: &str) -> Option<Arc<VolumeAttachment>> {
-        self.attachments.get(&ObjectRef::new(name))
+        self.attachments.get(name)
     }
 
     pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.volumes.as_ref()?.get(&ObjectRef::new(name))
+        self.volumes.as_ref()?.get(name)
     }
 
     pub fn csi_node(&self, name: &str) -> Option<Arc<CSINode>> {
-        self.csi_nodes.as_ref()?.get(&ObjectRef::new(name))
+        self.csi_nodes.as_ref()?.get(name)
     }
 
     /// The names of the driver's VolumeAttachments that a resync queues in `direction` (`None`: every one, for a
     /// driver that attaches nothing).
     pub fn names_to(&self, driver: &str, direction: Option<Direction>) -> Vec<String> {
-        let state = self.attachments.state();
         let wanted = |va: &VolumeAttachment| {
             filter::for_driver(va, driver) && direction.is_none_or(|d| filter::direction(va) == d)
         };
-        state.iter().filter(|va| wanted(va)).filter_map(|va| va.metadata.name.clone()).collect()
+        self.attachments.filter_map(|va| va.metadata.name.clone().filter(|_| wanted(va)))
     }
 
     /// The PVs whose finalizer may have to go.
     pub fn volumes_to_sync(&self, driver: &str) -> Vec<String> {
         let Some(volumes) = &self.volumes else { return Vec::new() };
-        let state = volumes.state();
-        state
-            .iter()
-            .filter(|pv| filter::volume_needs_sync(pv, driver))
-            .filter_map(|pv| pv.metadata.name.clone())
-            .collect()
+        volumes.filter_map(|pv| pv.metadata.name.clone().filter(|_| filter::volume_needs_sync(pv, driver)))
     }
 }
 

@@ -18,11 +18,12 @@ use k8s_openapi::api::storage::v1::CSIStorageCapacity;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::watch::Cache;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -203,9 +204,9 @@ impl Capacity {
             Some(segment) => BTreeSet::from([segment.clone()]),
             // Runs on every Node event in node-heavy clusters: read the caches in place, copying only labels.
             None => {
-                let csi_nodes = shared.stores.csi_nodes.as_ref().map(Store::state).unwrap_or_default();
+                let csi_nodes = shared.stores.csi_nodes.as_ref().map(Cache::state).unwrap_or_default();
                 let node_labels = |name: &str| {
-                    let node = shared.stores.nodes.as_ref()?.get(&ObjectRef::new(name))?;
+                    let node = shared.stores.nodes.as_ref()?.get(name)?;
                     Some(node.metadata.labels.clone().unwrap_or_default())
                 };
                 segments(driver, csi_nodes.iter().map(|n| &**n), node_labels)

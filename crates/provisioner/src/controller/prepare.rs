@@ -5,8 +5,8 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttributesClass};
 use kube::Api;
 use kube::api::ListParams;
-use kube::runtime::reflector::{ObjectRef, Store};
 use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::watch::{Cache, Cached};
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent};
 
 use super::Shared;
@@ -35,7 +35,7 @@ pub(super) async fn prepare(
                 }
             }
             Read::CloneSource(source) => {
-                let source_claim = shared.stores.claims.get(&ObjectRef::new(&source.name).within(&source.namespace));
+                let source_claim = shared.stores.claims.get_in(&source.namespace, &source.name);
                 let volume_name = source_claim.as_ref().and_then(|c| c.spec.as_ref()?.volume_name.clone());
                 let source_volume = volume_name.and_then(|name| shared.stores.volume(&name));
                 preparation.clone_source(source_claim.as_deref(), source_volume.as_deref())?;
@@ -97,6 +97,6 @@ fn topology_nodes(shared: &Shared) -> (Vec<CSINode>, Vec<Node>) {
     }
 }
 
-fn cached<K: kube::Resource<DynamicType = ()> + Clone>(store: &Option<Store<K>>) -> Vec<K> {
+fn cached<K: Cached>(store: &Option<Cache<K>>) -> Vec<K> {
     store.as_ref().map(|s| s.state().iter().map(|o| (**o).clone()).collect()).unwrap_or_default()
 }

@@ -31,7 +31,7 @@ pub(super) async fn sync_claim(shared: Arc<Shared>, key: ClaimKey) -> Outcome {
         return Outcome::Done;
     };
     if has_clone_protection(&claim) {
-        let claims = shared.stores.claims.state();
+        let claims = shared.stores.claims_with_data_source();
         if clone_protection_releasable(&claim, claims.iter().map(|c| &**c))
             && let Err(err) = shared.remove_finalizer(&claim, FINALIZER_CLONE_PROTECTION).await
         {

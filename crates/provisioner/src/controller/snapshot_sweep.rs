@@ -43,7 +43,7 @@ async fn sweep_once(shared: &Shared) {
             return;
         }
     };
-    let claims = shared.stores.claims.state();
+    let claims = shared.stores.claims_with_data_source();
     for snapshot in list.items {
         if !source_protection_releasable(&snapshot, claims.iter().map(|c| &**c)) {
             continue;

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
 use kube::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
-use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
+use sidecar_runtime::watch::{Cache, CacheFeed, CacheProvider, Change, Watches};
 
 use super::Shared;
 use crate::translate::watch_keys::{
@@ -16,14 +15,14 @@ use crate::translate::watch_keys::{
 
 /// Read-only views of the caches.
 pub struct Stores {
-    pub claims: Store<PersistentVolumeClaim>,
-    pub volumes: Store<PersistentVolume>,
-    pub classes: Store<StorageClass>,
+    pub claims: Cache<PersistentVolumeClaim>,
+    pub volumes: Cache<PersistentVolume>,
+    pub classes: Cache<StorageClass>,
     /// Only when the driver supports topology, and never in node mode (which takes its topology from NodeGetInfo).
-    pub csi_nodes: Option<Store<CSINode>>,
-    pub nodes: Option<Store<Node>>,
+    pub csi_nodes: Option<Cache<CSINode>>,
+    pub nodes: Option<Cache<Node>>,
     /// Only when the driver attaches volumes (PUBLISH_UNPUBLISH_VOLUME): an attachment blocks deletion.
-    pub attachments: Option<Store<VolumeAttachment>>,
+    pub attachments: Option<Cache<VolumeAttachment>>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -57,33 +56,36 @@ impl Stores {
     }
 
     pub fn claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
-        let claim = self.claims.get(&ObjectRef::new(&key.name).within(&key.namespace))?;
+        let claim = self.claims.get_in(&key.namespace, &key.name)?;
         (claim.metadata.uid.as_deref() == Some(key.uid.as_str())).then_some(claim)
     }
 
     pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.volumes.get(&ObjectRef::new(name))
+        self.volumes.get(name)
     }
 
     pub fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
         if name.is_empty() {
             return None;
         }
-        self.classes.get(&ObjectRef::new(name))
+        self.classes.get(name)
+    }
+
+    /// The claims with a data source: the only ones the clone and restore rules (a source claim or snapshot still
+    /// in use) look at, rebuilt from the cache without rebuilding the others.
+    pub fn claims_with_data_source(&self) -> Vec<Arc<PersistentVolumeClaim>> {
+        self.claims
+            .filter(|claim| claim.spec.as_ref().is_some_and(|s| s.data_source.is_some() || s.data_source_ref.is_some()))
     }
 }
 
 /// Once the caches are filled, everything they hold is queued once, as an informer's initial adds are.
 pub(super) fn queue_everything(shared: &Shared) {
-    for claim in shared.stores.claims.state() {
-        if let Some(key) = claim_key(&claim) {
-            shared.claims.add(key);
-        }
+    for key in shared.stores.claims.filter_map(claim_key) {
+        shared.claims.add(key);
     }
-    for volume in shared.stores.volumes.state() {
-        if let Some(name) = volume.metadata.name.clone() {
-            shared.volumes.add(name);
-        }
+    for name in shared.stores.volumes.keys(|key| Some(key.name.to_string())) {
+        shared.volumes.add(name);
     }
 }
 
@@ -150,7 +152,7 @@ fn claim_changed(s: &Shared, change: Change<'_, PersistentVolumeClaim>) {
 /// The cached claim `claim` clones.
 fn clone_source_key(shared: &Shared, claim: &PersistentVolumeClaim) -> Option<ClaimKey> {
     let (namespace, name) = cloned_claim(claim)?;
-    claim_key(&*shared.stores.claims.get(&ObjectRef::new(&name).within(&namespace))?)
+    claim_key(&*shared.stores.claims.get_in(&namespace, &name)?)
 }
 
 fn volume_changed(s: &Shared, change: Change<'_, PersistentVolume>) {
@@ -176,12 +178,9 @@ fn class_changed(s: &Shared, change: Change<'_, StorageClass>) {
     capacity_keys_changed(s, &change);
     if let Change::Applied { object: class, listed: false, .. } = change {
         let name = class.metadata.name.as_deref().unwrap_or_default();
-        for claim in s.stores.claims.state() {
-            if waits_for_class(&claim, name)
-                && let Some(key) = claim_key(&claim)
-            {
-                s.claims.add(key);
-            }
+        for key in s.stores.claims.filter_map(|claim| waits_for_class(claim, name).then(|| claim_key(claim)).flatten())
+        {
+            s.claims.add(key);
         }
     }
 }

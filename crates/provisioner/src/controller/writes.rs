@@ -9,7 +9,6 @@ use std::time::Duration;
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource};
 use sidecar_runtime::api_error::api_error_text;
 use sidecar_runtime::update::{Updated, set_finalizer, update};
@@ -142,7 +141,7 @@ impl Shared {
 
     /// Adds the clone-protection finalizer to the claim being cloned (read from the cache: the plan found it there).
     pub(super) async fn protect_clone_source(&self, source: &DataSource) -> Result<(), Refusal> {
-        let Some(source_claim) = self.stores.claims.get(&ObjectRef::new(&source.name).within(&source.namespace)) else {
+        let Some(source_claim) = self.stores.claims.get_in(&source.namespace, &source.name) else {
             return Err(clone_source_gone(source));
         };
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &source.namespace);
@@ -224,7 +223,7 @@ impl Shared {
     /// still restores from the same snapshot (upstream removes it regardless, which unprotects the other restore).
     pub(super) async fn release_snapshot(&self, source: &DataSource, restoring_uid: Option<&str>) {
         let Some(snapshot) = self.snapshot(source).await.ok().flatten() else { return };
-        let claims = self.stores.claims.state();
+        let claims = self.stores.claims_with_data_source();
         let others = claims.iter().filter(|c| c.metadata.uid.as_deref() != restoring_uid).map(|c| &**c);
         if !source_protection_releasable(&snapshot, others) {
             return;

@@ -26,7 +26,6 @@ use tokio_util::sync::CancellationToken;
 
 pub use metrics::ResizerMetrics;
 
-use crate::translate::claim::claim_key;
 use crate::translate::expansion::decide::ExpansionConfig;
 use crate::translate::modification::decide::ModificationConfig;
 use crate::translate::names::EVENT_COMPONENT;
@@ -99,9 +98,7 @@ impl Controller {
         let shared = self.shared;
         Loop::new(shared.clone(), stores::watches(&shared, self.feeds))
             .queue(&shared.queue, shared.options.workers, sync::sync)
-            .resync(shared.options.resync_period, |shared| {
-                shared.stores.claims.state().iter().map(|c| claim_key(c)).collect()
-            })
+            .resync(shared.options.resync_period, |shared| shared.stores.claim_keys())
             .serve(&stop)
             .await;
     }

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
-use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
+use sidecar_runtime::watch::{Cache, CacheFeed, CacheProvider, Change, Watches};
 
 use super::Shared;
 use crate::translate::claim::claim_key;
@@ -19,12 +18,13 @@ use crate::translate::watch_filter::{
 
 /// Read-only views of the caches.
 pub struct Stores {
-    pub claims: Store<PersistentVolumeClaim>,
-    pub volumes: Store<PersistentVolume>,
+    pub claims: Cache<PersistentVolumeClaim>,
+    pub volumes: Cache<PersistentVolume>,
     /// Only when modification runs.
-    pub classes: Option<Store<VolumeAttributesClass>>,
-    /// Only with `--handle-volume-inuse-error`.
-    pub pods: Option<Store<Pod>>,
+    pub classes: Option<Cache<VolumeAttributesClass>>,
+    /// Only with `--handle-volume-inuse-error`: per pod, the claims its volumes name and its phase, never the whole
+    /// Pod (`sidecar_runtime::watch::kinds::pod`).
+    pub pods: Option<Cache<Pod>>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -49,24 +49,29 @@ impl Stores {
     /// The claim of a `namespace/name` key.
     pub fn claim(&self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
         let (namespace, name) = key.split_once('/')?;
-        self.claims.get(&ObjectRef::new(name).within(namespace))
+        self.claims.get_in(namespace, name)
     }
 
     pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.volumes.get(&ObjectRef::new(name))
+        self.volumes.get(name)
     }
 
     pub fn class(&self, name: &str) -> Option<Arc<VolumeAttributesClass>> {
         if name.is_empty() {
             return None;
         }
-        self.classes.as_ref()?.get(&ObjectRef::new(name))
+        self.classes.as_ref()?.get(name)
     }
 
     /// Whether a pod that has not terminated uses the claim.
     pub fn used_by_pod(&self, key: &str) -> bool {
         let Some(pods) = &self.pods else { return false };
-        pods.state().iter().any(|pod| claims_in_use(pod).iter().any(|k| k == key))
+        pods.any(|pod| claims_in_use(pod).iter().any(|k| k == key))
+    }
+
+    /// Every cached claim's key, for the resync.
+    pub fn claim_keys(&self) -> Vec<String> {
+        self.claims.filter_map(|claim| Some(claim_key(claim)))
     }
 }
 
@@ -89,7 +94,7 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
         Change::Applied { old, object: claim, listed: false } => {
             s.written_claims.seen(claim);
             let (expansion, modification) = (s.options.expansion.as_ref(), s.options.modification.is_some());
-            let volume_cached = |volume: &str| s.stores.volume(volume).is_some();
+            let volume_cached = |volume: &str| s.stores.volumes.contains(volume);
             if old.is_none_or(|old| claim_update_needs_sync(&old, claim, expansion, modification, volume_cached)) {
                 s.queue.add(claim_key(claim));
             }
@@ -119,8 +124,8 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
         let s = shared.clone();
         watches.watch(feed, Api::<VolumeAttributesClass>::all(client.clone()), move |change| {
             let Some(class) = changed_class(&change) else { return };
-            for claim in s.stores.claims.state().iter().filter(|claim| waits_for_class(claim, class)) {
-                s.queue.add(claim_key(claim));
+            for claim in s.stores.claims.filter(|claim| waits_for_class(claim, class)) {
+                s.queue.add(claim_key(&claim));
             }
         });
     }

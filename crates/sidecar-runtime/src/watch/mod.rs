@@ -17,31 +17,25 @@
 //! Why not kube-runtime's `Controller`: it has no per-object retry backoff (kube-rs #1916), and the upstream sidecars
 //! retry each object from `--retry-interval-start` to `--retry-interval-max`; [`crate::WorkQueue`] does that.
 
+mod cache;
+mod decode;
+pub mod kinds;
 mod provider;
+pub mod strings;
 mod written;
 
-use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::future::join_all;
 use kube::Api;
-use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 
+pub use cache::Cache;
+pub use kinds::{Cached, Key};
 pub use provider::{CacheFeed, CacheProvider};
 pub use written::Written;
-
-/// What a cached kind needs.
-pub trait Watched:
-    kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned + Send + Sync + 'static
-{
-}
-impl<K> Watched for K where
-    K: kube::Resource<DynamicType = ()> + Clone + Debug + serde::de::DeserializeOwned + Send + Sync + 'static
-{
-}
 
 /// One change a watch reports, after the cache has applied it.
 #[derive(Debug)]
@@ -70,7 +64,7 @@ impl<K> Change<'_, K> {
 }
 
 /// A new cache of its own, not shared with anyone: a provider with one consumer.
-pub fn cache<K: Watched>() -> (Store<K>, CacheFeed<K>) {
+pub fn cache<K: Cached>() -> (Cache<K>, CacheFeed<K>) {
     CacheProvider::default().cache()
 }
 
@@ -82,13 +76,13 @@ trait Subscription: Send {
     fn start(self: Box<Self>) -> (Ready, Box<dyn FnOnce() + Send>);
 }
 
-struct Subscribe<K: Watched, F> {
+struct Subscribe<K: Cached, F> {
     feed: CacheFeed<K>,
     api: Api<K>,
     on_change: F,
 }
 
-impl<K: Watched, F: FnMut(Change<'_, K>) + Send + 'static> Subscription for Subscribe<K, F> {
+impl<K: Cached, F: FnMut(Change<'_, K>) + Send + 'static> Subscription for Subscribe<K, F> {
     fn start(self: Box<Self>) -> (Ready, Box<dyn FnOnce() + Send>) {
         // Filled for this controller once it has been handed a complete list. (Not `Store::wait_until_ready`: its
         // oneshot wakes only the last of several waiters, and a shared cache has several.)
@@ -118,7 +112,7 @@ pub struct Watches {
 impl Watches {
     /// Subscribes to `feed`'s cache, watching `api` (cluster-wide) if nobody watches its kind yet; `on_change`
     /// sees every change after the cache has it, from [`Watches::serve`] until it returns.
-    pub fn watch<K: Watched>(
+    pub fn watch<K: Cached>(
         &mut self,
         feed: CacheFeed<K>,
         api: Api<K>,
@@ -143,8 +137,20 @@ impl Watches {
                 return;
             },
         }
+        release_free_memory();
         tracing::info!("caches filled, starting workers");
         work().await;
+    }
+}
+
+/// Hands back to the system the memory the first lists left free: every object arrived decoded whole and is held
+/// slim, so the allocator's arenas end the list with free space between the objects they keep, which glibc keeps
+/// resident until it is trimmed.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's arenas to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

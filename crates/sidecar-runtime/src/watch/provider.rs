@@ -20,12 +20,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::StreamExt;
 use kube::Api;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event, InitialListStrategy};
 use tokio::task::JoinHandle;
 
-use super::{Change, Watched};
+use super::cache::{Cache, Table};
+use super::decode::Decoded;
+use super::{Cached, Change};
 
 type Handler<K> = Box<dyn FnMut(Change<'_, K>) + Send>;
 
@@ -40,21 +40,21 @@ type CacheKey = (TypeId, Option<String>, Option<String>);
 
 impl CacheProvider {
     /// The cache of `K`: its read view and the feed a controller subscribes through ([`super::Watches::watch`]).
-    pub fn cache<K: Watched>(&self) -> (Store<K>, CacheFeed<K>) {
+    pub fn cache<K: Cached>(&self) -> (Cache<K>, CacheFeed<K>) {
         self.selected_cache(watcher::Config::default())
     }
 
     /// The cache of the objects of `K` that `config`'s label and field selectors select.
-    pub fn selected_cache<K: Watched>(&self, config: watcher::Config) -> (Store<K>, CacheFeed<K>) {
+    pub fn selected_cache<K: Cached>(&self, config: watcher::Config) -> (Cache<K>, CacheFeed<K>) {
         let key = (TypeId::of::<K>(), config.label_selector.clone(), config.field_selector.clone());
         let mut kinds = self.kinds.lock().unwrap_or_else(|p| p.into_inner());
         let entry = kinds.entry(key).or_insert_with(|| Arc::new(SharedCache::<K>::new(config)));
         let cache = entry.clone().downcast::<SharedCache<K>>().expect("one cache type per TypeId");
-        (cache.store.clone(), CacheFeed { cache })
+        (cache.cache.clone(), CacheFeed { cache })
     }
 
     /// [`CacheProvider::cache`] when `wanted`, else neither half.
-    pub fn optional_cache<K: Watched>(&self, wanted: bool) -> (Option<Store<K>>, Option<CacheFeed<K>>) {
+    pub fn optional_cache<K: Cached>(&self, wanted: bool) -> (Option<Cache<K>>, Option<CacheFeed<K>>) {
         if !wanted {
             return (None, None);
         }
@@ -69,19 +69,28 @@ impl CacheProvider {
 }
 
 /// A controller's access to a cache, until it is given to [`super::Watches::watch`].
-pub struct CacheFeed<K: Watched> {
+pub struct CacheFeed<K: Cached> {
     pub(super) cache: Arc<SharedCache<K>>,
 }
 
+impl<K: Cached> CacheFeed<K> {
+    /// Applies one watch event to the cache as its reflector does, handing it to the subscribers: for filling a
+    /// cache without a cluster (tests, and the footprint measurement `examples/cache_footprint.rs`).
+    pub fn apply(&self, event: &Event<K>) {
+        self.cache.apply(event);
+    }
+}
+
 /// One kind's cache, its reflector and the controllers listening to it.
-pub(super) struct SharedCache<K: Watched> {
-    store: Store<K>,
+pub(super) struct SharedCache<K: Cached> {
+    cache: Cache<K>,
     config: watcher::Config,
     state: Mutex<State<K>>,
 }
 
-struct State<K: Watched> {
-    writer: Writer<K>,
+struct State<K: Cached> {
+    /// The objects of a list that is arriving; they replace the cache's once it is complete.
+    relisted: Option<Table<K>>,
     /// Set by the first subscriber; later ones watch the same (every cache watches its kind cluster-wide).
     api: Option<Api<K>>,
     reflector: Option<JoinHandle<()>>,
@@ -96,11 +105,10 @@ struct State<K: Watched> {
     pending: Vec<(u64, Handler<K>)>,
 }
 
-impl<K: Watched> SharedCache<K> {
+impl<K: Cached> SharedCache<K> {
     fn new(config: watcher::Config) -> SharedCache<K> {
-        let (store, writer) = reflector::store();
         let state = State {
-            writer,
+            relisted: None,
             api: None,
             reflector: None,
             listing: false,
@@ -109,7 +117,7 @@ impl<K: Watched> SharedCache<K> {
             active: Vec::new(),
             pending: Vec::new(),
         };
-        SharedCache { store, config, state: Mutex::new(state) }
+        SharedCache { cache: Cache::default(), config, state: Mutex::new(state) }
     }
 
     fn state(&self) -> MutexGuard<'_, State<K>> {
@@ -148,7 +156,7 @@ impl<K: Watched> SharedCache<K> {
         } else if state.listing || !state.listed_once {
             state.pending.push((id, handler));
         } else {
-            replay(&self.store, &mut handler);
+            replay(&self.cache, &mut handler);
             state.active.push((id, handler));
         }
         id
@@ -165,26 +173,48 @@ impl<K: Watched> SharedCache<K> {
         {
             reflector.abort();
             state.listing = false;
+            state.relisted = None;
         }
     }
 
     /// Applies one watch event to the cache and hands it to every subscriber, under one lock so that a subscriber
-    /// joining meanwhile sees each change exactly once.
+    /// joining meanwhile sees each change exactly once. A list's objects replace the cache's once it is complete,
+    /// as kube-runtime's reflector store does; meanwhile readers see the cache as it was.
     pub(super) fn apply(&self, event: &Event<K>) {
         let mut state = self.state();
-        let old = match event {
-            Event::Apply(object) | Event::InitApply(object) => self.store.get(&ObjectRef::from_obj(object)),
-            _ => None,
-        };
-        state.writer.apply_watcher_event(event);
         let state = &mut *state;
-        for (_, handler) in &mut state.active {
-            match event {
-                Event::Apply(object) => handler(Change::Applied { old: old.clone(), object, listed: false }),
-                Event::InitApply(object) => handler(Change::Applied { old: old.clone(), object, listed: true }),
-                Event::Delete(object) => handler(Change::Deleted(object)),
-                Event::InitDone => handler(Change::Listed),
-                Event::Init => {}
+        let old = match event {
+            Event::Apply(object) => self.cache.write().insert(Arc::new(object.slim())),
+            Event::InitApply(object) => {
+                let relisted = state.relisted.get_or_insert_with(Table::default);
+                relisted.insert(Arc::new(object.slim()));
+                let meta = object.meta();
+                self.cache.write().get(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or_default()).cloned()
+            }
+            Event::Delete(object) => {
+                let meta = object.meta();
+                self.cache.write().remove(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or_default());
+                None
+            }
+            Event::Init => {
+                state.relisted = Some(Table::default());
+                None
+            }
+            Event::InitDone => {
+                *self.cache.write() = state.relisted.take().unwrap_or_default();
+                None
+            }
+        };
+        if !state.active.is_empty() {
+            let old = old.map(|held| K::read(&held));
+            for (_, handler) in &mut state.active {
+                match event {
+                    Event::Apply(object) => handler(Change::Applied { old: old.clone(), object, listed: false }),
+                    Event::InitApply(object) => handler(Change::Applied { old: old.clone(), object, listed: true }),
+                    Event::Delete(object) => handler(Change::Deleted(object)),
+                    Event::InitDone => handler(Change::Listed),
+                    Event::Init => {}
+                }
             }
         }
         match event {
@@ -193,7 +223,7 @@ impl<K: Watched> SharedCache<K> {
                 state.listing = false;
                 state.listed_once = true;
                 for (id, mut handler) in std::mem::take(&mut state.pending) {
-                    replay(&self.store, &mut handler);
+                    replay(&self.cache, &mut handler);
                     state.active.push((id, handler));
                 }
             }
@@ -202,41 +232,38 @@ impl<K: Watched> SharedCache<K> {
     }
 }
 
-/// Hands the whole cache to a subscriber as a complete list.
-fn replay<K: Watched>(store: &Store<K>, handler: &mut Handler<K>) {
-    for object in store.state() {
-        handler(Change::Applied { old: None, object: &object, listed: true });
+/// Hands the whole cache to a subscriber as a complete list, one object rebuilt at a time.
+fn replay<K: Cached>(cache: &Cache<K>, handler: &mut Handler<K>) {
+    for held in cache.held_all() {
+        handler(Change::Applied { old: None, object: &K::read(&held), listed: true });
     }
     handler(Change::Listed);
-}
-
-/// Drops an object's `metadata.managedFields` before it is cached, as client-go's `TransformStripManagedFields` does
-/// for the informers that use it. No sidecar reads them, and held as parsed JSON they are the largest part of a
-/// cached claim or PV (several times the rest of it): with 10,000 claims and PVs they were most of a sidecar's memory.
-/// Writing a cached object back is safe: an update without the field keeps the server's (only an explicit list
-/// replaces it).
-fn without_managed_fields<K: Watched>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
 }
 
 /// The reflector of one kind: runs until the last subscriber leaves (it is aborted then).
 ///
 /// The first list is a streaming watch-list (`sendInitialEvents`, KEP-3157), as client-go's reflector makes where
 /// the server allows it: one request, however many objects, where a paged list is one rate-limited request per 500
-/// (10,000 claims took 7.5 s to list at 5 requests/s). The objects also arrive one at a time, each losing its
-/// managedFields before the next is read, so the list never holds the whole kind twice. A server with the WatchList
-/// feature off (on by default from Kubernetes 1.34, off in 1.33) refuses it; the reflector then lists in pages.
-async fn reflect<K: Watched>(cache: Arc<SharedCache<K>>, api: Api<K>, config: watcher::Config) {
+/// (10,000 claims took 7.5 s to list at 5 requests/s). The objects also arrive one at a time, each decoded without
+/// its managedFields ([`Decoded`]: no sidecar reads them, client-go's `TransformStripManagedFields` drops them too,
+/// and an update without them keeps the server's) and held slim before the next is read, so the list never holds
+/// the whole kind twice. A server with the WatchList feature off (on by default from Kubernetes 1.34, off in 1.33)
+/// refuses it; the reflector then lists in pages.
+async fn reflect<K: Cached>(cache: Arc<SharedCache<K>>, api: Api<K>, config: watcher::Config) {
     let kind = K::kind(&()).into_owned();
+    let namespace = api.namespace().map(str::to_string);
+    let api: Api<Decoded<K>> = match namespace {
+        Some(namespace) => Api::namespaced_with(api.into_client(), &namespace, &()),
+        None => Api::all(api.into_client()),
+    };
     let mut config = config.streaming_lists();
     loop {
-        let stream =
-            watcher::watcher(api.clone(), config.clone()).default_backoff().modify(without_managed_fields::<K>);
+        let stream = watcher::watcher(api.clone(), config.clone()).default_backoff();
         futures::pin_mut!(stream);
         let mut restart = false;
         while let Some(event) = stream.next().await {
             match event {
-                Ok(event) => cache.apply(&event),
+                Ok(event) => cache.apply(&decoded(event)),
                 Err(err)
                     if config.initial_list_strategy == InitialListStrategy::StreamingList
                         && refuses_streaming_lists(&err) =>
@@ -254,6 +281,16 @@ async fn reflect<K: Watched>(cache: Arc<SharedCache<K>>, api: Api<K>, config: wa
         }
     }
     tracing::error!(kind = %kind, "watch ended");
+}
+
+fn decoded<K>(event: Event<Decoded<K>>) -> Event<K> {
+    match event {
+        Event::Apply(Decoded(object)) => Event::Apply(object),
+        Event::Delete(Decoded(object)) => Event::Delete(object),
+        Event::Init => Event::Init,
+        Event::InitApply(Decoded(object)) => Event::InitApply(object),
+        Event::InitDone => Event::InitDone,
+    }
 }
 
 /// Whether a watch error is a server refusing `sendInitialEvents` (WatchList feature off: 422 Invalid, or 400 from
@@ -279,26 +316,6 @@ mod tests {
             metadata: ObjectMeta { name: Some(name.into()), namespace: Some("ns".into()), ..Default::default() },
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn cached_objects_keep_everything_but_their_managed_fields() {
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
-        let entry = |manager: &str| ManagedFieldsEntry {
-            manager: Some(manager.into()),
-            operation: Some("Update".into()),
-            fields_v1: Some(FieldsV1(serde_json::json!({"f:data": {"f:key": {}}}))),
-            ..Default::default()
-        };
-        let mut listed = config_map("a");
-        listed.metadata.managed_fields = Some(vec![entry("kubectl"), entry("kube-controller-manager")]);
-        listed.metadata.resource_version = Some("7".into());
-        listed.data = Some([("key".to_string(), "value".to_string())].into());
-        let mut cached = listed.clone();
-        without_managed_fields(&mut cached);
-        assert_eq!(cached.metadata.managed_fields, None);
-        listed.metadata.managed_fields = None;
-        assert_eq!(cached, listed, "nothing else is touched");
     }
 
     #[test]
@@ -405,5 +422,39 @@ mod tests {
         cache.unsubscribe(id);
         cache.apply(&Event::Apply(config_map("b")));
         assert_eq!(seen(&left), ["~a"]);
+    }
+
+    #[test]
+    fn a_change_carries_what_the_cache_held_before_and_a_relist_replaces_the_cache_at_its_end() {
+        let cache = Arc::new(SharedCache::<ConfigMap>::new(watcher::Config::default()));
+        let olds = Arc::new(Mutex::new(Vec::new()));
+        let record = olds.clone();
+        join(
+            &cache,
+            Box::new(move |change| {
+                if let Change::Applied { old, object, .. } = change {
+                    let old = old.and_then(|o| o.data.clone()).map(|d| d["v"].clone());
+                    record.lock().unwrap().push((object.metadata.name.clone().unwrap(), old));
+                }
+            }),
+            true,
+        );
+        let version = |name: &str, v: &str| {
+            let mut map = config_map(name);
+            map.data = Some([("v".to_string(), v.to_string())].into());
+            map
+        };
+        cache.apply(&Event::Apply(version("a", "1")));
+        cache.apply(&Event::Apply(version("a", "2")));
+        cache.apply(&Event::Init);
+        cache.apply(&Event::InitApply(version("b", "1")));
+        assert!(cache.cache.get_in("ns", "a").is_some(), "readers see the cache as it was until the list is complete");
+        assert!(cache.cache.get_in("ns", "b").is_none());
+        cache.apply(&Event::InitDone);
+        assert!(cache.cache.get_in("ns", "a").is_none(), "what the new list lacks is gone");
+        assert_eq!(cache.cache.get_in("ns", "b").and_then(|m| m.data.clone()).unwrap()["v"], "1");
+        let seen = olds.lock().unwrap().clone();
+        let want = [("a", None), ("a", Some("1")), ("b", None)];
+        assert_eq!(seen, want.map(|(n, o)| (n.to_string(), o.map(str::to_string))));
     }
 }

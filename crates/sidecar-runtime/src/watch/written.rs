@@ -9,20 +9,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use kube::runtime::reflector::ObjectRef;
 
-use super::Watched;
+use super::Cached;
 
 /// The written objects a cache has not caught up with, by object reference.
-pub struct Written<K: Watched> {
+pub struct Written<K: Cached> {
     objects: Mutex<HashMap<ObjectRef<K>, Arc<K>>>,
 }
 
-impl<K: Watched> Default for Written<K> {
+impl<K: Cached> Default for Written<K> {
     fn default() -> Self {
         Written { objects: Mutex::new(HashMap::new()) }
     }
 }
 
-impl<K: Watched> Written<K> {
+impl<K: Cached> Written<K> {
     /// Keeps `object` as the API server answered a write of it.
     pub fn record(&self, object: K) {
         self.entries().insert(ObjectRef::from_obj(&object), Arc::new(object));
@@ -66,7 +66,7 @@ impl<K: Watched> Written<K> {
     }
 }
 
-fn resource_version<K: Watched>(object: &K) -> &str {
+fn resource_version<K: Cached>(object: &K) -> &str {
     object.meta().resource_version.as_deref().unwrap_or_default()
 }
 

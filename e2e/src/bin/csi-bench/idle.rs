@@ -46,14 +46,14 @@ impl IdleWorld {
         let name = format!("{}-{}", side.name(), limits.name);
         let (mut process, ready) = self.start_one(&name, kind, side, limits).await?;
         tokio::time::sleep(SETTLE).await;
-        Ok(self.measured(&mut process, ready))
+        Ok(measured(&mut process, ready, self.objects))
     }
 
     /// Ours only: the provisioner and the resizer in one `csi-sidecars` process, with the flags each gets alone.
     pub async fn run_combined(&mut self, limits: &Limits) -> anyhow::Result<Run> {
         let (mut process, ready) = self.start_combined(&format!("combined-{}", limits.name), limits).await?;
         tokio::time::sleep(SETTLE).await;
-        Ok(self.measured(&mut process, ready))
+        Ok(measured(&mut process, ready, self.objects))
     }
 
     /// `csi-sidecars --sidecars=provisioner,resizer` under the log name `name`, as the combined ServiceAccount, with
@@ -89,18 +89,18 @@ impl IdleWorld {
         let start = Start { socket: socket.as_path(), identity, namespace: ns.name(), extra: &[] };
         start.run(scenario, name, side, kind, limits).await
     }
+}
 
-    /// The process's peak RSS after it settled, then stopped.
-    fn measured(&self, process: &mut Process, ready: Duration) -> Run {
-        let sample = ProcSample::of(process.pid());
-        process.terminate();
-        progress(&format!("  ready after {:.2} s", ready.as_secs_f64()));
-        Run {
-            objects: self.objects,
-            seconds: ready.as_secs_f64(),
-            peak_rss_kib: sample.map(|s| s.peak_rss_kib),
-            details: BTreeMap::from([("ready_s".to_string(), ready.as_secs_f64())]),
-            ..Default::default()
-        }
+/// The process's peak RSS after it settled, then stopped.
+pub fn measured(process: &mut Process, ready: Duration, objects: usize) -> Run {
+    let sample = ProcSample::of(process.pid());
+    process.terminate();
+    progress(&format!("  ready after {:.2} s, peak RSS {:?} KiB", ready.as_secs_f64(), sample.map(|s| s.peak_rss_kib)));
+    Run {
+        objects,
+        seconds: ready.as_secs_f64(),
+        peak_rss_kib: sample.map(|s| s.peak_rss_kib),
+        details: BTreeMap::from([("ready_s".to_string(), ready.as_secs_f64())]),
+        ..Default::default()
     }
 }

@@ -13,6 +13,7 @@ mod limiter;
 mod measure;
 mod modify;
 mod provision;
+mod scale;
 mod sidecar;
 mod snapshot;
 mod tracker;
@@ -72,6 +73,8 @@ struct Config {
     /// New claims provisioned among the idle objects (`provision_cached`, at raised limits only: it is there for the
     /// memory of a process among many cached objects, and at default limits it would measure the limiter again).
     cached: usize,
+    /// `scale`: claims, PVs, pods and snapshot contents each, and the new claims provisioned among them.
+    scale: (usize, usize),
 }
 
 impl Config {
@@ -106,6 +109,7 @@ impl Config {
             group_members: env_number("BENCH_GROUP_MEMBERS", 5),
             idle: env_number("BENCH_IDLE_OBJECTS", 10_000),
             cached: env_number("BENCH_CACHED_CLAIMS", 200),
+            scale: (env_number("BENCH_SCALE_OBJECTS", 50_000), env_number("BENCH_SCALE_CLAIMS", 1000)),
         }
     }
 
@@ -156,12 +160,22 @@ fn out_dir() -> PathBuf {
     target.join("bench")
 }
 
+/// The file names a run writes: `results.json`, `results.md` and `chart.svg`, or with BENCH_OUTPUT=<name> (the
+/// scale run's `scale`) `<name>.json`, `<name>.md` and `<name>.svg`, so that one run does not overwrite another's.
+fn output_names() -> [String; 3] {
+    match std::env::var("BENCH_OUTPUT") {
+        Ok(name) if !name.is_empty() => [format!("{name}.json"), format!("{name}.md"), format!("{name}.svg")],
+        _ => ["results.json".into(), "results.md".into(), "chart.svg".into()],
+    }
+}
+
 fn write(results: &Results) -> anyhow::Result<()> {
     let dir = out_dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&results.to_json())? + "\n")?;
-    std::fs::write(dir.join("results.md"), table::markdown(results) + "\n" + &table::requests_by_kind(results))?;
-    std::fs::write(dir.join("chart.svg"), chart::svg(results))?;
+    let [json, markdown, svg] = output_names();
+    std::fs::write(dir.join(json), serde_json::to_string_pretty(&results.to_json())? + "\n")?;
+    std::fs::write(dir.join(markdown), table::markdown(results) + "\n" + &table::requests_by_kind(results))?;
+    std::fs::write(dir.join(svg), chart::svg(results))?;
     Ok(())
 }
 
@@ -170,7 +184,7 @@ fn sides(round: usize) -> [Side; 2] {
     if round % 2 == 1 { [Side::Ours, Side::Upstream] } else { [Side::Upstream, Side::Ours] }
 }
 
-const KNOWN: &str = "provision, expand, modify, snapshot, group, idle, attach, attach_during_detach_burst";
+const KNOWN: &str = "provision, expand, modify, snapshot, group, idle, scale, attach, attach_during_detach_burst";
 
 type RoundFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<Run>> + 'a>>;
 
@@ -292,6 +306,16 @@ async fn scenario(name: &str, config: &Config, runs: &mut Runs) {
     let all_limits = [Limits::DEFAULT, Limits::raised()];
     if name == "idle" {
         return idle_rounds(config, runs).await;
+    }
+    if name == "scale" {
+        let (objects, claims) = config.scale;
+        if let Some(note) = scale::scale_round(objects, claims, runs).await {
+            // The world's note (write times, the control plane's memory) as a row of its own.
+            let seconds = note.iter().filter(|(k, _)| k.ends_with("_write_s")).map(|(_, v)| v).sum();
+            let run = Run { objects, seconds, details: note, ..Default::default() };
+            runs.record("scale_world", BARE, &Limits::DEFAULT, Ok(run));
+        }
+        return;
     }
     for round in 1..=config.rounds {
         for limits in &all_limits {

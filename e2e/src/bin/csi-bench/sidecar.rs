@@ -153,9 +153,16 @@ pub fn args(kind: Kind, limits: &Limits, socket: &std::path::Path, kubeconfig_fl
 fn ready_markers(side: Side, kind: Kind) -> &'static [&'static str] {
     match (side, kind) {
         (Side::Ours, _) => &["caches filled, starting workers"],
-        (Side::Upstream, Kind::Provisioner | Kind::Resizer) => &[
+        (Side::Upstream, Kind::Provisioner) => &[
             r#""Caches populated" type="*v1.PersistentVolumeClaim""#,
             r#""Caches populated" type="*v1.PersistentVolume""#,
+        ],
+        // With --handle-volume-inuse-error (the default) its controller waits for its Pod informer too
+        // (external-resizer, pkg/controller/controller.go, Run).
+        (Side::Upstream, Kind::Resizer) => &[
+            r#""Caches populated" type="*v1.PersistentVolumeClaim""#,
+            r#""Caches populated" type="*v1.PersistentVolume""#,
+            r#""Caches populated" type="*v1.Pod""#,
         ],
         (Side::Upstream, Kind::SnapshotController) => &[
             r#""Caches populated" type="*v1.VolumeSnapshot""#,

@@ -124,7 +124,9 @@ async fn create_content(
         .await?
         .items;
     let selected = {
-        let volumes = shared.stores.volumes.state();
+        // Only the claims' volumes are rebuilt from the cache.
+        let names = claims.iter().filter_map(|c| c.spec.as_ref()?.volume_name.as_deref());
+        let volumes: Vec<_> = names.filter_map(|name| shared.stores.volumes.get(name)).collect();
         select_volumes(&group, &claims, |name| volumes.iter().find(|v| v.name_any() == name).map(|v| &**v))
     };
     let selected = match selected {

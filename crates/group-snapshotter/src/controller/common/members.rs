@@ -25,8 +25,12 @@ pub(super) async fn ensure_members(
 ) -> Result<(), Retry> {
     let Some(status) = content.status.as_ref() else { return Ok(()) };
     let Some(group_handle) = status.volume_group_snapshot_handle.as_deref() else { return Ok(()) };
-    let volumes = shared.stores.volumes.state();
-    for info in status.volume_snapshot_info_list.iter().flatten() {
+    // The volumes of the members' handles, in one pass that rebuilds each cached volume once.
+    let infos = status.volume_snapshot_info_list.iter().flatten();
+    let handles: Vec<&str> = infos.clone().map(|info| info.volume_handle.as_deref().unwrap_or_default()).collect();
+    let driver = &content.spec.driver;
+    let volumes = shared.stores.volumes.filter(|v| handles.iter().any(|h| volume_for_handle([v], driver, h).is_some()));
+    for info in infos {
         let handle = info.volume_handle.as_deref().unwrap_or_default();
         let volume = volume_for_handle(volumes.iter().map(|v| &**v), &content.spec.driver, handle);
         let wanted = member(group, content, info, volume).map_err(|e| Retry(e.to_string()))?;

@@ -3,9 +3,8 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
-use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
+use sidecar_runtime::watch::{self, Cache, CacheFeed, Change, Watches};
 use snapshot_api::{
     VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent,
 };
@@ -16,15 +15,15 @@ use crate::translate::queue_keys::{group_key, owner_group_keys, referenced_group
 
 /// Read-only views of the caches.
 pub struct Stores {
-    pub groups: Store<VolumeGroupSnapshot>,
-    pub group_contents: Store<VolumeGroupSnapshotContent>,
-    pub classes: Store<VolumeGroupSnapshotClass>,
+    pub groups: Cache<VolumeGroupSnapshot>,
+    pub group_contents: Cache<VolumeGroupSnapshotContent>,
+    pub classes: Cache<VolumeGroupSnapshotClass>,
     /// Claims and volumes: the selector is applied to the claims, and members are named after the volumes' handles.
-    pub claims: Store<PersistentVolumeClaim>,
-    pub volumes: Store<PersistentVolume>,
+    pub claims: Cache<PersistentVolumeClaim>,
+    pub volumes: Cache<PersistentVolume>,
     /// The members, as VolumeSnapshots and VolumeSnapshotContents.
-    pub snapshots: Store<VolumeSnapshot>,
-    pub contents: Store<VolumeSnapshotContent>,
+    pub snapshots: Cache<VolumeSnapshot>,
+    pub contents: Cache<VolumeSnapshotContent>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -62,23 +61,23 @@ impl Stores {
     /// The group snapshot of a `namespace/name` key.
     pub fn group(&self, key: &str) -> Option<Arc<VolumeGroupSnapshot>> {
         let (namespace, name) = key.split_once('/')?;
-        self.groups.get(&ObjectRef::new(name).within(namespace))
+        self.groups.get_in(namespace, name)
     }
 
     pub fn group_content(&self, name: &str) -> Option<Arc<VolumeGroupSnapshotContent>> {
-        self.group_contents.get(&ObjectRef::new(name))
+        self.group_contents.get(name)
     }
 
     pub fn class(&self, name: &str) -> Option<Arc<VolumeGroupSnapshotClass>> {
-        self.classes.get(&ObjectRef::new(name))
+        self.classes.get(name)
     }
 
     pub fn snapshot(&self, namespace: &str, name: &str) -> Option<Arc<VolumeSnapshot>> {
-        self.snapshots.get(&ObjectRef::new(name).within(namespace))
+        self.snapshots.get_in(namespace, name)
     }
 
     pub fn content(&self, name: &str) -> Option<Arc<VolumeSnapshotContent>> {
-        self.contents.get(&ObjectRef::new(name))
+        self.contents.get(name)
     }
 
     /// Every group snapshot's key, for the resync.
@@ -93,8 +92,7 @@ impl Stores {
 
     /// The claims of one namespace.
     pub fn claims_in(&self, namespace: &str) -> Vec<PersistentVolumeClaim> {
-        let claims = self.claims.state().into_iter().filter(|c| c.namespace().as_deref() == Some(namespace));
-        claims.map(|c| (*c).clone()).collect()
+        self.claims.state_in(namespace).into_iter().map(Arc::unwrap_or_clone).collect()
     }
 
     /// The VolumeSnapshots a group snapshot owns ([`is_member_of`]).

@@ -4,16 +4,15 @@
 use std::sync::Arc;
 
 use kube::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
-use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
+use sidecar_runtime::watch::{Cache, CacheFeed, CacheProvider, Change, Watches};
 use snapshot_api::{VolumeGroupSnapshotClass, VolumeGroupSnapshotContent};
 
 use super::Shared;
 
 /// Read-only views of the caches.
 pub struct Stores {
-    contents: Store<VolumeGroupSnapshotContent>,
-    classes: Store<VolumeGroupSnapshotClass>,
+    contents: Cache<VolumeGroupSnapshotContent>,
+    classes: Cache<VolumeGroupSnapshotClass>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -31,16 +30,16 @@ impl Stores {
     }
 
     pub fn content(&self, name: &str) -> Option<Arc<VolumeGroupSnapshotContent>> {
-        self.contents.get(&ObjectRef::new(name))
+        self.contents.get(name)
     }
 
     pub fn class(&self, name: &str) -> Option<Arc<VolumeGroupSnapshotClass>> {
-        self.classes.get(&ObjectRef::new(name))
+        self.classes.get(name)
     }
 
     /// Every content's name, for the resync.
     pub fn content_names(&self) -> Vec<String> {
-        self.contents.state().iter().filter_map(|c| c.metadata.name.clone()).collect()
+        self.contents.keys(|key| Some(key.name.to_string()))
     }
 }
 

@@ -4,9 +4,8 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
-use sidecar_runtime::watch::{self, CacheFeed, Change, Watches};
+use sidecar_runtime::watch::{self, Cache, CacheFeed, Change, Watches};
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
@@ -16,11 +15,11 @@ use crate::translate::common::names::snapshot_key;
 
 /// Read-only views of the caches.
 pub struct Stores {
-    pub snapshots: Store<VolumeSnapshot>,
-    pub contents: Store<VolumeSnapshotContent>,
-    pub classes: Store<VolumeSnapshotClass>,
+    pub snapshots: Cache<VolumeSnapshot>,
+    pub contents: Cache<VolumeSnapshotContent>,
+    pub classes: Cache<VolumeSnapshotClass>,
     /// Claims, for the claim finalizer and for pending restores (upstream keeps a claim lister too).
-    pub claims: Store<PersistentVolumeClaim>,
+    pub claims: Cache<PersistentVolumeClaim>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -45,24 +44,24 @@ impl Stores {
     /// The snapshot of a `namespace/name` key.
     pub fn snapshot(&self, key: &str) -> Option<Arc<VolumeSnapshot>> {
         let (namespace, name) = key.split_once('/')?;
-        self.snapshots.get(&ObjectRef::new(name).within(namespace))
+        self.snapshots.get_in(namespace, name)
     }
 
     pub fn content(&self, name: &str) -> Option<Arc<VolumeSnapshotContent>> {
-        self.contents.get(&ObjectRef::new(name))
+        self.contents.get(name)
     }
 
     pub fn class(&self, name: &str) -> Option<Arc<VolumeSnapshotClass>> {
-        self.classes.get(&ObjectRef::new(name))
+        self.classes.get(name)
     }
 
     pub fn claim(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
-        self.claims.get(&ObjectRef::new(name).within(namespace))
+        self.claims.get_in(namespace, name)
     }
 
     /// The claims of one namespace.
     pub fn claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>> {
-        self.claims.state().into_iter().filter(|c| c.namespace().as_deref() == Some(namespace)).collect()
+        self.claims.state_in(namespace)
     }
 
     /// Every cached snapshot's queue key, for the resync.
@@ -72,12 +71,12 @@ impl Stores {
 
     /// Every cached content's queue key, for the resync.
     pub fn content_names(&self) -> Vec<String> {
-        self.contents.state().iter().map(|c| c.name_any()).collect()
+        self.contents.keys(|key| Some(key.name.to_string()))
     }
 
     /// The snapshots of one namespace.
     pub fn snapshots_in(&self, namespace: &str) -> Vec<Arc<VolumeSnapshot>> {
-        self.snapshots.state().into_iter().filter(|s| s.namespace().as_deref() == Some(namespace)).collect()
+        self.snapshots.state_in(namespace)
     }
 }
 

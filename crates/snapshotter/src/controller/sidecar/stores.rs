@@ -6,9 +6,8 @@
 use std::sync::Arc;
 
 use kube::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use sidecar_runtime::watch::{CacheFeed, CacheProvider, Change, Watches};
+use sidecar_runtime::watch::{Cache, CacheFeed, CacheProvider, Change, Watches};
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
@@ -17,8 +16,8 @@ use crate::translate::sidecar::filter::{change_needs_sync, contents_woken_by_cla
 
 /// Read-only views of the caches.
 pub struct Stores {
-    pub contents: Store<VolumeSnapshotContent>,
-    pub classes: Store<VolumeSnapshotClass>,
+    pub contents: Cache<VolumeSnapshotContent>,
+    pub classes: Cache<VolumeSnapshotClass>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -41,16 +40,16 @@ impl Stores {
     }
 
     pub fn content(&self, name: &str) -> Option<Arc<VolumeSnapshotContent>> {
-        self.contents.get(&ObjectRef::new(name))
+        self.contents.get(name)
     }
 
     pub fn class(&self, name: &str) -> Option<Arc<VolumeSnapshotClass>> {
-        self.classes.get(&ObjectRef::new(name))
+        self.classes.get(name)
     }
 
     /// Every cached content's queue key, for the resync.
     pub fn content_names(&self) -> Vec<String> {
-        self.contents.state().iter().map(|c| content_name(c)).collect()
+        self.contents.filter_map(|c| Some(content_name(c)))
     }
 }
 
@@ -74,8 +73,10 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     watches.watch(feeds.classes, Api::all(client), move |change| {
         // A live change only: the initial list queues every content anyway.
         if let Change::Applied { object: class, listed: false, .. } = change {
-            let contents = s.stores.contents.state();
-            contents_woken_by_class(class, contents.iter().map(|c| &**c))
+            // One content rebuilt at a time: a cluster may have tens of thousands.
+            s.stores
+                .contents
+                .filter_map(|content| contents_woken_by_class(class, [content]).pop())
                 .into_iter()
                 .for_each(|name| s.queue.add(name));
         }

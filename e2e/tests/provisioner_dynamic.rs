@@ -519,7 +519,8 @@ async fn immediate_topology_covers_each_registered_key_set_and_only_registered_n
     world.node("node").await;
     world.node_with("stray", &[(TOPOLOGY_KEY, "stray-node")], None).await;
     world.node_with("rack", &[(RACK, "rack-7"), (TOPOLOGY_KEY, "rack-node")], Some(&[RACK])).await;
-    let provisioner = world.start_provisioner("csi-provisioner", &["-v=5"]);
+    // Later flags win over the world's --immediate-topology=false: the upstream default.
+    let provisioner = world.start_provisioner("csi-provisioner", &["--immediate-topology=true", "-v=5"]);
 
     world.claim("data", &class, None, "ReadWriteOnce").await;
     world.bound("data").await;

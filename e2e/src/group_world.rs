@@ -1,5 +1,5 @@
 //! What the group snapshot scenarios (tests/group_snapshots*.rs) share: the snapshot sidecars started as
-//! ServiceAccounts with upstream's rules and the CSIVolumeGroupSnapshot gate, group snapshot classes and groups of a
+//! ServiceAccounts with upstream's rules (group snapshots on, their default), group snapshot classes and groups of a
 //! test's namespace, member names computed independently of the code under test, and the plugin's view of its
 //! group snapshots through csictl.
 
@@ -15,15 +15,19 @@ use crate::{Process, Rules, Sidecar, SidecarIdentity, wait_for};
 
 pub const IN_GROUP: &str = "snapshot.storage.kubernetes.io/volumesnapshot-in-group-protection";
 pub const GROUP_BOUND: &str = "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-bound-protection";
+/// The group gate set explicitly (GA and on by default since external-snapshotter v8.7.0; setting it is warned about).
 pub const GATE: &str = "--feature-gates=CSIVolumeGroupSnapshot=true";
+/// Group snapshots off: what a csi-snapshotter beside a csi-group-snapshotter of the same driver is given, so that
+/// one group loop serves the driver's group contents.
+pub const GATE_OFF: &str = "--feature-gates=CSIVolumeGroupSnapshot=false";
 
-/// A sidecar of the snapshot pair as a ServiceAccount with upstream's rules, group snapshots on. The process comes
-/// first so that it stops before the identity's bindings go.
+/// A sidecar of the snapshot pair as a ServiceAccount with upstream's rules, with its default flags: group snapshots
+/// on. The process comes first so that it stops before the identity's bindings go.
 pub async fn start(world: &mut World, sidecar: Sidecar, name: &str) -> (Process, SidecarIdentity) {
-    start_with(world, sidecar, name, &[GATE]).await
+    start_with(world, sidecar, name, &[]).await
 }
 
-/// [`start`] with other flags than the gate.
+/// [`start`] with flags of its own.
 pub async fn start_with(world: &mut World, sidecar: Sidecar, name: &str, extra: &[&str]) -> (Process, SidecarIdentity) {
     // csi-group-snapshotter has csi-snapshotter's rules, under an account of its own beside it.
     let identity =

@@ -153,29 +153,41 @@ impl ProvisionerWorld {
     /// A Node carrying the plugin's topology label and its CSINode listing the driver and key, as a kubelet with
     /// the plugin registered would publish them. Returns the node name.
     pub async fn node(&mut self, suffix: &str) -> String {
+        self.node_with(suffix, &[(TOPOLOGY_KEY, PLUGIN_NODE)], Some(&[TOPOLOGY_KEY])).await
+    }
+
+    /// A Node `<namespace>-<suffix>` with `labels`, and, when `registered_keys` says so, its CSINode listing the
+    /// driver with those topology keys (`None`: the driver is not registered there). Returns the node name.
+    pub async fn node_with(
+        &mut self,
+        suffix: &str,
+        labels: &[(&str, &str)],
+        registered_keys: Option<&[&str]>,
+    ) -> String {
         let name = format!("{}-{suffix}", self.ns());
         let node = Node {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
-                labels: Some(BTreeMap::from([(TOPOLOGY_KEY.to_string(), PLUGIN_NODE.to_string())])),
+                labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
                 ..Default::default()
             },
             ..Default::default()
         };
         Api::<Node>::all(self.client.clone()).create(&PostParams::default(), &node).await.unwrap();
+        self.nodes.push(name.clone());
+        let Some(keys) = registered_keys else { return name };
         let csi_node = CSINode {
             metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
             spec: CSINodeSpec {
                 drivers: vec![CSINodeDriver {
                     name: self.driver.clone(),
                     node_id: PLUGIN_NODE.to_string(),
-                    topology_keys: Some(vec![TOPOLOGY_KEY.to_string()]),
+                    topology_keys: Some(keys.iter().map(|k| k.to_string()).collect()),
                     allocatable: None,
                 }],
             },
         };
         Api::<CSINode>::all(self.client.clone()).create(&PostParams::default(), &csi_node).await.unwrap();
-        self.nodes.push(name.clone());
         name
     }
 

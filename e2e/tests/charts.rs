@@ -69,6 +69,30 @@ fn the_sidecar_chart_deploys_what_its_values_enable() {
     );
 }
 
+/// Group snapshots are on by default since external-snapshotter v8.7.0 (the gate is GA): the charts render the gate
+/// only to turn them off, so the default install passes no GA gate (which upstream warns about).
+#[test]
+fn the_group_snapshot_values_render_the_gate_only_to_turn_groups_off() {
+    let args = |chart: Chart, container: &str, values: &[&str]| -> Vec<String> {
+        let values: Vec<String> = values.iter().flat_map(|v| ["--set".to_string(), v.to_string()]).collect();
+        container_args(&template(chart, "r", "storage", &values).unwrap(), container, &[])
+    };
+    let gates =
+        |args: Vec<String>| -> Vec<String> { args.into_iter().filter(|a| a.contains("feature-gates")).collect() };
+    let off = ["--feature-gates=CSIVolumeGroupSnapshot=false".to_string()];
+    let on = ["snapshotter.enabled=true"];
+    let turned_off = ["snapshotter.enabled=true", "snapshotter.groupSnapshots=false"];
+    assert_eq!(gates(args(Chart::CsiSidecars, "csi-snapshotter", &on)), [] as [String; 0]);
+    assert_eq!(gates(args(Chart::CsiSidecars, "csi-snapshotter", &turned_off)), off);
+    let combined =
+        |values: &[&str]| gates(args(Chart::CsiSidecars, "csi-sidecars", &[&["mode=combined"], values].concat()));
+    assert_eq!(combined(&on), [] as [String; 0]);
+    assert_eq!(combined(&turned_off), ["--snapshotter.feature-gates=CSIVolumeGroupSnapshot=false"]);
+    assert_eq!(gates(args(Chart::SnapshotController, "snapshot-controller", &[])), [] as [String; 0]);
+    let controller_off = ["featureGates.volumeGroupSnapshot=false"];
+    assert_eq!(gates(args(Chart::SnapshotController, "snapshot-controller", &controller_off)), off);
+}
+
 /// The rendered object of `kind` for `--set` `values`.
 fn rendered(kind: &str, values: &[&str]) -> Result<serde_json::Value, String> {
     let values: Vec<String> = values.iter().flat_map(|v| ["--set".to_string(), v.to_string()]).collect();
@@ -356,7 +380,6 @@ fn the_combined_mode_runs_one_container_with_each_sidecars_flags_prefixed() {
         "--provisioner.timeout=10s",
         "--resizer.timeout=10s",
         "--snapshotter.timeout=1m",
-        "--snapshotter.feature-gates=CSIVolumeGroupSnapshot=true",
         "--provisioner.extra-create-metadata",
         "--provisioner.default-fstype=ext4",
         "--resizer.handle-volume-inuse-error=false",

@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use csi_sidecars_e2e::backend::Kind;
-use csi_sidecars_e2e::group_world::{GATE, Groups, labelled_claim, sidecar_args, start, start_with};
+use csi_sidecars_e2e::group_world::{GATE, GATE_OFF, Groups, labelled_claim, sidecar_args, start, start_with};
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
 use csi_sidecars_e2e::snapshot_world::{Snapshots, ready};
@@ -246,9 +246,9 @@ async fn csi_group_snapshotter_exits_on_driver_loss_and_its_restart_finishes_the
         world.bound(name).await;
     }
     let _controller = start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
-    // csi-group-snapshotter runs the group loop beside a csi-snapshotter without the gate, which serves the members.
+    // csi-group-snapshotter runs the group loop beside a csi-snapshotter with its groups off, which serves the members.
     let (mut snapshotter, snapshotter_identity) =
-        start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[]).await;
+        start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[GATE_OFF]).await;
     let (mut group_snapshotter, identity) = start(&mut world, Sidecar::Snapshotter, "csi-group-snapshotter").await;
     faults.write(&json!({"CreateVolumeGroupSnapshot": {"latency_ms": 60_000}}));
 

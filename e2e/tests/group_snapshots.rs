@@ -3,14 +3,15 @@
 //! plugin's CreateVolumeGroupSnapshot; each member is a VolumeSnapshot that restores like any other; deleting the
 //! group takes its members, their contents and the storage group snapshot with it.
 //!
-//! snapshot-controller and csi-snapshotter run with `--feature-gates=CSIVolumeGroupSnapshot=true`, each as a
-//! ServiceAccount with upstream's rules; csi-provisioner provisions the claims and the restore. The
+//! snapshot-controller and csi-snapshotter run without `--feature-gates` (group snapshots are on by default since
+//! external-snapshotter v8.7.0), each as a ServiceAccount with upstream's rules; csi-provisioner provisions the
+//! claims and the restore. The
 //! snapshot-controller watches every namespace, so the tests of this file take turns ([`SERIAL`]).
 
 use std::collections::BTreeMap;
 
 use csi_sidecars_e2e::group_world::{
-    GROUP_BOUND, Groups, IN_GROUP, labelled_claim, member_name, plugin_group_members, start, start_with,
+    GATE_OFF, GROUP_BOUND, Groups, IN_GROUP, labelled_claim, member_name, plugin_group_members, start, start_with,
 };
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim, has_finalizer};
 use csi_sidecars_e2e::{Cluster, Sidecar, eventually, install_snapshot_crds};
@@ -143,8 +144,8 @@ async fn a_database_is_snapshotted_as_one_group_restored_and_deleted() {
     .await;
 }
 
-/// csi-group-snapshotter runs the group loop alone, beside a csi-snapshotter without the gate, under a Lease of its
-/// own.
+/// csi-group-snapshotter runs the group loop alone, beside a csi-snapshotter whose own group loop is turned off with
+/// the GA gate (which it warns about, as upstream's component-base does), under a Lease of its own.
 #[tokio::test]
 async fn csi_group_snapshotter_cuts_groups_alone_under_its_own_lease() {
     let _turn = SERIAL.lock().await;
@@ -153,7 +154,12 @@ async fn csi_group_snapshotter_cuts_groups_alone_under_its_own_lease() {
     let storage_class = world.class("data", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
     let _controller = start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
-    let _snapshotter = start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[]).await;
+    let (snapshotter, _identity) = start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[GATE_OFF]).await;
+    eventually("csi-snapshotter warns about the GA gate", TIMEOUT, || async {
+        let log = snapshotter.log();
+        log.contains("Warning: setting GA feature gate") && log.contains("CSIVolumeGroupSnapshot")
+    })
+    .await;
     let namespace = format!("--leader-election-namespace={}", world.ns());
     let _groups_alone =
         start_with(&mut world, Sidecar::Snapshotter, "csi-group-snapshotter", &["--leader-election", &namespace]).await;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use csi_sidecars_e2e::backend::{CreateCalls, Kind};
-use csi_sidecars_e2e::group_world::{GATE, Groups, labelled_claim, sidecar_args, start, start_with};
+use csi_sidecars_e2e::group_world::{GATE, GATE_OFF, Groups, labelled_claim, sidecar_args, start, start_with};
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
 use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_snapshot_controller};
 use csi_sidecars_e2e::{
@@ -329,8 +329,8 @@ async fn a_killed_group_snapshotter_leader_is_replaced_and_no_group_is_made_twic
         world.bound(name).await;
     }
     let _controller = start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
-    // Members are served by a csi-snapshotter without the gate, beside the group sidecar's replicas.
-    let _snapshotter = start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[]).await;
+    // Members are served by a csi-snapshotter with its groups off, beside the group sidecar's replicas.
+    let _snapshotter = start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[GATE_OFF]).await;
     let ns = world.ns().to_string();
     let identity = SidecarIdentity::with_rules(
         &world.client,

@@ -508,6 +508,33 @@ async fn provisioner_sends_the_cluster_topology_for_immediate_binding() {
     assert_eq!(affinity["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"][0], PLUGIN_NODE);
 }
 
+/// Immediate binding offers each key set the driver registered, over the nodes that registered it (external-provisioner
+/// v6.4.0, #1582): a Node labelled with the driver's key where the driver is not registered is left out, and a node
+/// registered with another key set is offered under that set.
+#[tokio::test]
+async fn immediate_topology_covers_each_registered_key_set_and_only_registered_nodes() {
+    const RACK: &str = "example.com/rack";
+    let mut world = World::new("prov-keysets", &[]).await;
+    let class = world.class("keysets", &[], "Delete").await;
+    world.node("node").await;
+    world.node_with("stray", &[(TOPOLOGY_KEY, "stray-node")], None).await;
+    world.node_with("rack", &[(RACK, "rack-7"), (TOPOLOGY_KEY, "rack-node")], Some(&[RACK])).await;
+    // Later flags win over the world's --immediate-topology=false: the upstream default.
+    let provisioner = world.start_provisioner("csi-provisioner", &["--immediate-topology=true", "-v=5"]);
+
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    world.bound("data").await;
+    let log = provisioner.log();
+    let request = log
+        .lines()
+        .find(|line| line.contains("CreateVolume") && line.contains("requisite"))
+        .unwrap_or_else(|| panic!("no CreateVolume request logged:\n{log}"));
+    assert!(request.contains(PLUGIN_NODE), "the registered node's segment: {request}");
+    assert!(request.contains("rack-7"), "the other registered key set: {request}");
+    assert!(!request.contains("stray-node"), "a node without the driver: {request}");
+    assert!(!request.contains("rack-node"), "a label the driver did not register on that node: {request}");
+}
+
 #[tokio::test]
 async fn provisioner_killed_inside_create_volume_leaks_nothing() {
     let faults = tempfile::NamedTempFile::new().unwrap();
@@ -659,13 +686,25 @@ async fn provisioner_does_not_delete_a_volume_still_attached() {
 
     let events: Api<Event> = Api::namespaced(world.client.clone(), "default");
     let params = ListParams::default().fields(&format!("involvedObject.name={volume_name}"));
-    let still_attached = format!("persistentvolume {volume_name} is still attached to node node-x");
-    eventually("a VolumeFailedDelete event naming the node", TIMEOUT, || async {
+    // A postponed deletion, not a failure: a Normal VolumeDelete (external-provisioner v6.4.0, #1588).
+    let still_attached = format!("persistentvolume {volume_name} is still attached to node node-x, waiting for detach");
+    eventually("a Normal VolumeDelete event naming the node", TIMEOUT, || async {
         events.list(&params).await.unwrap().items.iter().any(|e| {
-            e.reason.as_deref() == Some("VolumeFailedDelete") && e.message.as_deref() == Some(still_attached.as_str())
+            e.type_.as_deref() == Some("Normal")
+                && e.reason.as_deref() == Some("VolumeDelete")
+                && e.message.as_deref() == Some(still_attached.as_str())
         })
     })
     .await;
+    let warnings: Vec<_> = events
+        .list(&params)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .collect();
+    assert!(warnings.is_empty(), "no Warning while waiting for the detach: {warnings:?}");
     assert!(world.volumes().get_opt(&volume_name).await.unwrap().is_some(), "the PV stays while attached");
     assert_eq!(world.plugin_volumes().len(), 1, "no DeleteVolume while attached");
 

@@ -26,6 +26,15 @@ async fn volume_capacity(pvs: &Api<PersistentVolume>, claim: &PersistentVolumeCl
     pv.spec?.capacity?.get("storage").map(|q| q.0.clone())
 }
 
+/// Waits until the claim's `status.capacity` is `size`; `why` says what the wait is for.
+async fn wait_for_storage(world: &World, claim: &str, size: &str, why: &str) {
+    let claims = world.claims();
+    eventually(why, TIMEOUT, || async {
+        claims.get(claim).await.ok().is_some_and(|c| storage(&c).as_deref() == Some(size))
+    })
+    .await;
+}
+
 fn condition(claim: &PersistentVolumeClaim, type_: &str) -> Option<String> {
     let conditions = claim.status.as_ref()?.conditions.as_ref()?;
     conditions.iter().find(|c| c.type_ == type_).map(|c| c.status.clone())
@@ -117,11 +126,7 @@ async fn expansion_and_modification_of_one_claim_both_finish() {
     let patch = json!({"spec": {"volumeAttributesClassName": gold, "resources": {"requests": {"storage": "2Gi"}}}});
     world.patch_claim("data", patch).await;
     world.wait_for_current_class("data", &gold).await;
-    let claims = world.claims();
-    eventually("claim at 2Gi", TIMEOUT, || async {
-        claims.get("data").await.ok().is_some_and(|c| storage(&c).as_deref() == Some("2Gi"))
-    })
-    .await;
+    wait_for_storage(&world, "data", "2Gi", "claim at 2Gi").await;
     let backend = world.backend_volume(&volume_id);
     assert_eq!(backend["capacity_bytes"], 2 * GIB);
     assert_eq!(backend["volume_context"]["hostpath.csi.k8s.io/iops"], "5000");
@@ -303,11 +308,7 @@ async fn an_offline_only_expansion_waits_until_no_pod_uses_the_claim() {
     assert_eq!(world.backend_volume(&volume_id)["capacity_bytes"], GIB);
 
     pods.delete("user", &DeleteParams::default().grace_period(0)).await.unwrap();
-    let claims = world.claims();
-    eventually("claim at 2Gi once the pod is gone", TIMEOUT, || async {
-        claims.get("data").await.ok().is_some_and(|c| storage(&c).as_deref() == Some("2Gi"))
-    })
-    .await;
+    wait_for_storage(&world, "data", "2Gi", "claim at 2Gi once the pod is gone").await;
     assert_eq!(world.backend_volume(&volume_id)["capacity_bytes"], 2 * GIB);
     let _ = std::fs::remove_file(&faults);
 }
@@ -338,15 +339,51 @@ async fn the_expand_secret_is_read_live_and_never_logged() {
         ..Default::default()
     };
     Api::<Secret>::namespaced(world.client.clone(), world.ns()).create(&PostParams::default(), &secret).await.unwrap();
-    let claims = world.claims();
-    eventually("claim at 2Gi once the secret exists", TIMEOUT, || async {
-        claims.get("data").await.ok().is_some_and(|c| storage(&c).as_deref() == Some("2Gi"))
-    })
-    .await;
+    wait_for_storage(&world, "data", "2Gi", "claim at 2Gi once the secret exists").await;
     assert_eq!(world.backend_volume(&volume_id)["capacity_bytes"], 2 * GIB);
     let log = resizer.log();
     assert!(log.contains("ControllerExpandVolume"), "the call is logged at -v=6");
     assert!(!log.contains("s3cr3t-expand-value"), "a secret value was logged");
+}
+
+/// `--resize-timeout` bounds each ControllerExpandVolume (external-resizer v2.3.0): a call the driver holds longer
+/// fails with DeadlineExceeded and is retried; the retry, answered at once, expands the volume.
+#[tokio::test]
+async fn resize_timeout_bounds_each_expansion_call() {
+    let faults = tempfile_path("rsz-resize-timeout");
+    std::fs::write(&faults, r#"{"ControllerExpandVolume": {"latency_ms": 4000, "times": 1}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", faults.display());
+    let mut world = World::new("rsz-resize-timeout", &[&fault_flag]).await;
+    let volume_id = world.bound_claim("data", true, None).await;
+    let _resizer = world.start_resizer("csi-resizer", &["--resize-timeout=1s"]);
+
+    world.patch_claim("data", json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})).await;
+    world.wait_for_event("data", "VolumeResizeFailed", "DeadlineExceeded").await;
+    wait_for_storage(&world, "data", "2Gi", "claim at 2Gi after the retry").await;
+    assert_eq!(world.backend_volume(&volume_id)["capacity_bytes"], 2 * GIB);
+    let _ = std::fs::remove_file(&faults);
+}
+
+/// `--timeout` given on the command line is every call's limit, whatever `--modify-timeout` says (external-resizer
+/// cmd/csi-resizer/main.go, resolveOperationTimeouts): a modification the driver answers after 3 s passes at the
+/// first attempt under `--modify-timeout=1s --timeout=30s`.
+#[tokio::test]
+async fn an_explicit_timeout_overrides_the_modify_timeout() {
+    let faults = tempfile_path("rsz-modify-timeout");
+    std::fs::write(&faults, r#"{"ControllerModifyVolume": {"latency_ms": 3000, "times": 1}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", faults.display());
+    let mut world = World::new("rsz-modify-timeout", &[&fault_flag]).await;
+    let silver = world.create_attribute_class("silver", &[("iops", "1000")]).await;
+    let gold = world.create_attribute_class("gold", &[("iops", "5000")]).await;
+    let volume_id = world.bound_claim("data", false, Some(&silver)).await;
+    let _resizer = world.start_resizer("csi-resizer", &["--modify-timeout=1s", "--timeout=30s"]);
+
+    world.set_attribute_class("data", &gold).await;
+    world.wait_for_current_class("data", &gold).await;
+    assert_eq!(world.backend_parameter(&volume_id, "iops").as_deref(), Some("5000"));
+    let failures = world.events("data", "VolumeModifyFailed").await;
+    assert!(failures.is_empty(), "the slow call was not cut off at --modify-timeout: {failures:?}");
+    let _ = std::fs::remove_file(&faults);
 }
 
 /// A fault file path outside the scenario (it must exist before the plugin starts).

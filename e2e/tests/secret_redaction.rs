@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::group_world::{GATE, Groups, labelled_claim, start_with};
+use csi_sidecars_e2e::group_world::{GATE, GATE_OFF, Groups, labelled_claim, start_with};
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim};
 use csi_sidecars_e2e::snapshot_world::{Snapshots, ready};
 use csi_sidecars_e2e::{Cluster, Sidecar, SidecarIdentity, binary, eventually, install_snapshot_crds};
@@ -119,7 +119,7 @@ async fn no_secret_value_reaches_a_log_or_an_event_at_v10() {
     let _resizer = world.scenario.start("csi-resizer", &binary("csi-resizer"), &resizer_args);
     let _controller =
         start_with(&mut world, Sidecar::SnapshotController, "snapshot-controller", &[GATE, VERBOSE]).await;
-    let _snapshotter = start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[VERBOSE]).await;
+    let _snapshotter = start_with(&mut world, Sidecar::Snapshotter, "csi-snapshotter", &[GATE_OFF, VERBOSE]).await;
     let _group_snapshotter =
         start_with(&mut world, Sidecar::Snapshotter, "csi-group-snapshotter", &[GATE, VERBOSE]).await;
 

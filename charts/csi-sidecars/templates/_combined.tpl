@@ -37,8 +37,8 @@ timeout, gates and extraArgs with its prefix (--resizer.timeout=10s), so they st
     {{- $s := index $v $key }}
     {{- if $s.enabled }}
     - --{{ $key }}.timeout={{ $s.timeout }}
-    {{- if and (eq $key "snapshotter") $s.groupSnapshots }}
-    - --snapshotter.feature-gates=CSIVolumeGroupSnapshot=true
+    {{- if and (eq $key "snapshotter") (not $s.groupSnapshots) }}
+    - --snapshotter.feature-gates=CSIVolumeGroupSnapshot=false
     {{- end }}
     {{- range $s.extraArgs }}
     - {{ regexReplaceAll "^--?" . (printf "--%s." $key) | quote }}

@@ -134,6 +134,39 @@ mod tests {
         );
     }
 
+    /// CSI v1.13 removed the alpha VOLUME_CONDITION (controller 11, node 4) and reserved its values: a driver built
+    /// on an older spec that still lists it has that entry skipped, as any value this version does not know; the
+    /// health capabilities that replace it are known.
+    #[test]
+    fn the_removed_volume_condition_is_skipped_and_the_health_capabilities_known() {
+        use crate::proto::node_service_capability as nsc;
+        let controller_set = ControllerCapabilities::from_response(&[
+            controller(11),
+            controller(ControllerCapability::GetVolumeHealth as i32),
+            controller(ControllerCapability::ListVolumeHealth as i32),
+        ]);
+        assert_eq!(
+            controller_set.0.into_iter().collect::<Vec<_>>(),
+            vec![ControllerCapability::GetVolumeHealth, ControllerCapability::ListVolumeHealth]
+        );
+        assert_eq!(
+            (ControllerCapability::GetVolumeHealth as i32, ControllerCapability::ListVolumeHealth as i32),
+            (16, 17)
+        );
+        let node = |t: i32| NodeServiceCapability { r#type: Some(nsc::Type::Rpc(nsc::Rpc { r#type: t })) };
+        let node_set = NodeCapabilities::from_response(&[
+            node(4),
+            node(NodeCapability::GetVolumeHealth as i32),
+            node(NodeCapability::GetStorageHealth as i32),
+        ]);
+        assert_eq!(
+            node_set.0.into_iter().collect::<Vec<_>>(),
+            vec![NodeCapability::GetVolumeHealth, NodeCapability::GetStorageHealth]
+        );
+        assert_eq!((NodeCapability::GetVolumeHealth as i32, NodeCapability::GetStorageHealth as i32), (7, 8));
+        assert_eq!(PluginService::SnapshotAccessibilityConstraints as i32, 5);
+    }
+
     #[test]
     fn node_set_skips_unknown_and_empty() {
         use crate::proto::node_service_capability as nsc;

@@ -37,10 +37,13 @@ mod tests {
     use crate::proto;
 
     #[test]
-    fn spec_marks_nineteen_secret_fields() {
-        assert_eq!(proto::SECRET_FIELDS.len(), 19, "{:?}", proto::SECRET_FIELDS);
-        // Spot-check a few of the spec's csi_secret fields by name.
+    fn spec_marks_twenty_two_secret_fields() {
+        assert_eq!(proto::SECRET_FIELDS.len(), 22, "{:?}", proto::SECRET_FIELDS);
+        // Spot-check a few of the spec's csi_secret fields by name, the three of v1.13's health requests among them.
         for expected in [
+            ("ControllerListVolumeHealthRequest", "secrets"),
+            ("ControllerGetVolumeHealthRequest", "secrets"),
+            ("NodeGetStorageHealthRequest", "secrets"),
             ("CreateVolumeRequest", "secrets"),
             ("ControllerModifyVolumeRequest", "secrets"),
             ("NodeExpandVolumeRequest", "secrets"),
@@ -54,7 +57,13 @@ mod tests {
     #[test]
     fn no_secret_survives_debug_formatting() {
         let rendered = proto::debug_with_secret("password", "hunter2-very-secret");
-        assert_eq!(rendered.len(), 19);
+        assert_eq!(rendered.len(), 22);
+        let messages: Vec<&str> = rendered.iter().map(|(message, _)| *message).collect();
+        for health in
+            ["ControllerListVolumeHealthRequest", "ControllerGetVolumeHealthRequest", "NodeGetStorageHealthRequest"]
+        {
+            assert!(messages.contains(&health), "{health} is not checked: {messages:?}");
+        }
         for (message, text) in rendered {
             assert!(!text.contains("hunter2-very-secret"), "{message} leaked: {text}");
             assert!(!text.contains("password"), "{message} leaked the key: {text}");

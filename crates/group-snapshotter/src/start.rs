@@ -3,8 +3,9 @@
 //! - csi-group-snapshotter, csi-snapshotter's group loop alone: [`Config::from_args`], then [`start`], which refuses a
 //!   driver without group snapshots and returns the loop to run under a Lease of its own,
 //!   `external-snapshotter-group-leader-<driver>` (never csi-snapshotter's).
-//! - csi-snapshotter with `--feature-gates=CSIVolumeGroupSnapshot=true`: the same loop beside its content loop and
-//!   under its Lease, built by [`sidecar_controller`] once [`driver_has_group_snapshots`] says yes.
+//! - csi-snapshotter with `CSIVolumeGroupSnapshot` on (its default since external-snapshotter v8.7.0): the same loop
+//!   beside its content loop and under its Lease, built by [`sidecar_controller`] once [`sidecar_groups_served`] says
+//!   yes.
 //! - snapshot-controller with the same gate: [`controller_group_loop`], beside its single-snapshot loop.
 //!
 //! csi-group-snapshotter has csi-snapshotter's command line (crate `snapshotter`, `flags::sidecar::Args`, the gate
@@ -117,6 +118,22 @@ pub fn sidecar_controller(
     let queue_metrics = sidecar.queue_metrics();
     let options = args.options(driver);
     sidecar::Controller::new(sidecar.client(), &sidecar.caches(), csi, events, options, Some(&queue_metrics))
+}
+
+/// Whether csi-snapshotter, with `CSIVolumeGroupSnapshot` on, runs its group loop: the API server serves the group
+/// kinds it reads, and the driver offers group snapshots. The gate is on by default since external-snapshotter v8.7.0,
+/// which therefore turns groups off for the run, with a warning, on a cluster without the group CRDs (a driver vendor
+/// cannot tell whether a cluster has them); single snapshots go on either way.
+pub async fn sidecar_groups_served(client: &kube::Client, csi: &CsiClient) -> bool {
+    if let Err(error) = sidecar::crds_served(client).await {
+        tracing::warn!(
+            %error,
+            "VolumeGroupSnapshot CRDs were not found; disabling the VolumeGroupSnapshot feature for this run. \
+             Install the VolumeGroupSnapshot CRDs to use this feature"
+        );
+        return false;
+    }
+    driver_has_group_snapshots(csi).await
 }
 
 /// Whether the driver offers CreateVolumeGroupSnapshot, DeleteVolumeGroupSnapshot and GetVolumeGroupSnapshot.

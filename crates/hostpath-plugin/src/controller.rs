@@ -7,19 +7,20 @@ use csi_client::proto::controller_server::Controller;
 use csi_client::proto::controller_service_capability::{self, rpc};
 use csi_client::proto::{
     ControllerExpandVolumeRequest, ControllerExpandVolumeResponse, ControllerGetCapabilitiesRequest,
-    ControllerGetCapabilitiesResponse, ControllerGetVolumeRequest, ControllerGetVolumeResponse,
-    ControllerModifyVolumeRequest, ControllerModifyVolumeResponse, ControllerPublishVolumeRequest,
-    ControllerPublishVolumeResponse, ControllerServiceCapability, ControllerUnpublishVolumeRequest,
-    ControllerUnpublishVolumeResponse, CreateSnapshotRequest, CreateSnapshotResponse, CreateVolumeRequest,
-    CreateVolumeResponse, DeleteSnapshotRequest, DeleteSnapshotResponse, DeleteVolumeRequest, DeleteVolumeResponse,
-    GetCapacityRequest, GetCapacityResponse, GetSnapshotRequest, GetSnapshotResponse, ListSnapshotsRequest,
-    ListSnapshotsResponse, ListVolumesRequest, ListVolumesResponse, ValidateVolumeCapabilitiesRequest,
-    ValidateVolumeCapabilitiesResponse,
+    ControllerGetCapabilitiesResponse, ControllerGetVolumeHealthRequest, ControllerGetVolumeHealthResponse,
+    ControllerGetVolumeRequest, ControllerGetVolumeResponse, ControllerListVolumeHealthRequest,
+    ControllerListVolumeHealthResponse, ControllerModifyVolumeRequest, ControllerModifyVolumeResponse,
+    ControllerPublishVolumeRequest, ControllerPublishVolumeResponse, ControllerServiceCapability,
+    ControllerUnpublishVolumeRequest, ControllerUnpublishVolumeResponse, CreateSnapshotRequest, CreateSnapshotResponse,
+    CreateVolumeRequest, CreateVolumeResponse, DeleteSnapshotRequest, DeleteSnapshotResponse, DeleteVolumeRequest,
+    DeleteVolumeResponse, GetCapacityRequest, GetCapacityResponse, GetSnapshotRequest, GetSnapshotResponse,
+    ListSnapshotsRequest, ListSnapshotsResponse, ListVolumesRequest, ListVolumesResponse,
+    ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse,
 };
 use tonic::{Request, Response, Status};
 
 use crate::plugin::{Plugin, Shared};
-use crate::{publish, snapshots, volumes};
+use crate::{health, publish, snapshots, volumes};
 
 #[tonic::async_trait]
 impl Controller for Plugin {
@@ -49,6 +50,20 @@ impl Controller for Plugin {
         request: Request<ListVolumesRequest>,
     ) -> Result<Response<ListVolumesResponse>, Status> {
         self.call("ListVolumes", request, volumes::list).await
+    }
+
+    async fn controller_list_volume_health(
+        &self,
+        request: Request<ControllerListVolumeHealthRequest>,
+    ) -> Result<Response<ControllerListVolumeHealthResponse>, Status> {
+        self.call("ControllerListVolumeHealth", request, health::controller_list).await
+    }
+
+    async fn controller_get_volume_health(
+        &self,
+        request: Request<ControllerGetVolumeHealthRequest>,
+    ) -> Result<Response<ControllerGetVolumeHealthResponse>, Status> {
+        self.call("ControllerGetVolumeHealth", request, health::controller_volume).await
     }
 
     async fn get_capacity(
@@ -129,8 +144,8 @@ impl Controller for Plugin {
     }
 }
 
-/// The advertised controller capabilities. GET_VOLUME and GET_SNAPSHOT are served but not advertised
-/// (both RPCs are still alpha); MODIFY_VOLUME only while some mutable parameter is accepted.
+/// The advertised controller capabilities. GET_VOLUME, GET_SNAPSHOT and the two volume health capabilities are
+/// served but not advertised (their RPCs are still alpha); MODIFY_VOLUME only while some mutable parameter is accepted.
 fn capabilities(
     shared: &Shared,
     _: ControllerGetCapabilitiesRequest,

@@ -19,6 +19,7 @@ pub mod creations;
 pub mod faults;
 pub mod flags;
 pub mod group;
+pub mod health;
 pub mod identity;
 pub mod instant;
 pub mod loop_device;

@@ -20,7 +20,8 @@ use csi_client::proto::node_service_capability::{self, rpc};
 use csi_client::proto::volume_usage::Unit;
 use csi_client::proto::{
     NodeExpandVolumeRequest, NodeExpandVolumeResponse, NodeGetCapabilitiesRequest, NodeGetCapabilitiesResponse,
-    NodeGetInfoRequest, NodeGetInfoResponse, NodeGetVolumeStatsRequest, NodeGetVolumeStatsResponse,
+    NodeGetInfoRequest, NodeGetInfoResponse, NodeGetStorageHealthRequest, NodeGetStorageHealthResponse,
+    NodeGetVolumeHealthRequest, NodeGetVolumeHealthResponse, NodeGetVolumeStatsRequest, NodeGetVolumeStatsResponse,
     NodePublishVolumeRequest, NodePublishVolumeResponse, NodeServiceCapability, NodeStageVolumeRequest,
     NodeStageVolumeResponse, NodeUnpublishVolumeRequest, NodeUnpublishVolumeResponse, NodeUnstageVolumeRequest,
     NodeUnstageVolumeResponse, VolumeUsage,
@@ -28,12 +29,12 @@ use csi_client::proto::{
 use tonic::{Request, Response, Status};
 
 use crate::capability::{access_type, allows_several_targets, attachment};
-use crate::node_mounts;
 use crate::plugin::{Plugin, Shared};
 use crate::publish::check_publish_context;
 use crate::state::{AccessType, Volume};
 use crate::storage;
 use crate::topology::node_topology;
+use crate::{health, node_mounts};
 
 #[tonic::async_trait]
 impl Node for Plugin {
@@ -70,6 +71,20 @@ impl Node for Plugin {
         request: Request<NodeGetVolumeStatsRequest>,
     ) -> Result<Response<NodeGetVolumeStatsResponse>, Status> {
         self.call("NodeGetVolumeStats", request, volume_stats).await
+    }
+
+    async fn node_get_volume_health(
+        &self,
+        request: Request<NodeGetVolumeHealthRequest>,
+    ) -> Result<Response<NodeGetVolumeHealthResponse>, Status> {
+        self.call("NodeGetVolumeHealth", request, health::node_volume).await
+    }
+
+    async fn node_get_storage_health(
+        &self,
+        request: Request<NodeGetStorageHealthRequest>,
+    ) -> Result<Response<NodeGetStorageHealthResponse>, Status> {
+        self.call("NodeGetStorageHealth", request, health::node_storage).await
     }
 
     async fn node_expand_volume(
@@ -245,7 +260,7 @@ fn volume_stats(shared: &Shared, request: NodeGetVolumeStatsRequest) -> Result<N
     check_available_at(volume, path)?;
     if shared.config.node_mounts {
         let usage = node_mounts::usage(&store.layout().volume(id), volume.access_type, Path::new(path))?;
-        return Ok(NodeGetVolumeStatsResponse { usage, volume_condition: None });
+        return Ok(NodeGetVolumeStatsResponse { usage });
     }
     let total = volume.capacity_bytes;
     let usage = match volume.access_type {
@@ -256,7 +271,7 @@ fn volume_stats(shared: &Shared, request: NodeGetVolumeStatsRequest) -> Result<N
         // A block device has a size and nothing else a CO could use.
         AccessType::Block => VolumeUsage { available: 0, total, used: 0, unit: Unit::Bytes as i32 },
     };
-    Ok(NodeGetVolumeStatsResponse { usage: vec![usage], volume_condition: None })
+    Ok(NodeGetVolumeStatsResponse { usage: vec![usage] })
 }
 
 /// The controller has already grown the volume; the node side (a filesystem resize in a real plugin)

@@ -154,5 +154,7 @@ pub(crate) fn message(snapshot: &Snapshot) -> proto::Snapshot {
         creation_time: Some(snapshot.created.timestamp()),
         ready_to_use: true,
         group_snapshot_id: snapshot.group_snapshot_id.clone().unwrap_or_default(),
+        // No SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: a snapshot is usable wherever its source was.
+        accessible_topology: Vec::new(),
     }
 }

@@ -17,7 +17,7 @@ use csi_client::proto::{
     ControllerGetVolumeResponse, ControllerModifyVolumeRequest, ControllerModifyVolumeResponse, CreateVolumeRequest,
     CreateVolumeResponse, DeleteVolumeRequest, DeleteVolumeResponse, GetCapacityRequest, GetCapacityResponse,
     ListVolumesRequest, ListVolumesResponse, ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse,
-    VolumeCondition, VolumeContentSource, list_volumes_response,
+    VolumeContentSource, list_volumes_response,
 };
 use tonic::Status;
 
@@ -213,10 +213,10 @@ pub fn list(shared: &Shared, request: ListVolumesRequest) -> Result<ListVolumesR
         .values()
         .map(|volume| {
             // The published nodes are reported where the plugin attaches (LIST_VOLUMES_PUBLISHED_NODES).
-            let status = shared.config.attach_required.then(|| list_volumes_response::VolumeStatus {
-                published_node_ids: published_node_ids(volume),
-                volume_condition: None,
-            });
+            let status = shared
+                .config
+                .attach_required
+                .then(|| list_volumes_response::VolumeStatus { published_node_ids: published_node_ids(volume) });
             let entry = list_volumes_response::Entry { volume: Some(listed_volume(volume, &shared.config)), status };
             (volume.sequence, entry)
         })
@@ -235,17 +235,10 @@ pub fn get(shared: &Shared, request: ControllerGetVolumeRequest) -> Result<Contr
         .volumes
         .get(&request.volume_id)
         .ok_or_else(|| Status::not_found(format!("volume {} does not exist", request.volume_id)))?;
-    let present = store.layout().volume(&volume.id).exists();
-    let condition = VolumeCondition {
-        abnormal: !present,
-        message: if present { "volume data is present".into() } else { "volume data is missing".into() },
-    };
+    // Whether its data is still there is ControllerGetVolumeHealth's to say (VolumeCondition went in CSI v1.13).
     Ok(ControllerGetVolumeResponse {
         volume: Some(listed_volume(volume, &shared.config)),
-        status: Some(VolumeStatus {
-            published_node_ids: published_node_ids(volume),
-            volume_condition: Some(condition),
-        }),
+        status: Some(VolumeStatus { published_node_ids: published_node_ids(volume) }),
     })
 }
 

@@ -8,7 +8,7 @@ use sidecar_runtime::leader_election::resizer_lease_name;
 use sidecar_runtime::{Driver, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop};
 
 use crate::controller::{Controller, Options, ResizerMetrics, event_component};
-use crate::flags::{Args, Features};
+use crate::flags::{Args, Features, GA_GATES};
 use crate::translate::capabilities::{self, ControllerExpansion};
 use crate::translate::expansion::decide::ExpansionConfig;
 use crate::translate::modification::decide::ModificationConfig;
@@ -34,9 +34,9 @@ impl Config {
         self.args.common.clone()
     }
 
-    /// `--timeout`: each CSI call's limit, and how long in-flight work may drain.
+    /// `--timeout`: how long to wait for the driver, and the limit of the calls made at startup.
     pub fn timeout(&self) -> std::time::Duration {
-        self.args.timeout
+        self.args.timeouts.timeout
     }
 }
 
@@ -44,12 +44,14 @@ impl Config {
 /// neither, and builds the controller. Runs under `external-resizer-<driver>`.
 pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Result<SidecarLoop, SetupError> {
     let Config { args, features } = config;
+    args.common.feature_gates().warn_ga_gates_set(&GA_GATES);
     let client = sidecar.client();
     let modify_gate = match features.volume_attributes_class {
         Some(explicit) => explicit,
         None => volume_attributes_class_api(&client).await,
     };
-    let (csi, driver) = (driver.csi.with_timeout(args.timeout), driver.name.clone());
+    // The capability calls take `--timeout`; ControllerExpandVolume and ControllerModifyVolume their own limits.
+    let (csi, driver) = (driver.csi.with_timeout(args.timeouts.timeout), driver.name.clone());
     // CSI migration: the driver also expands the in-tree plugin's volumes handed over to it (external-resizer
     // pkg/resizer/csi_resizer.go, CanSupport).
     if let Some(in_tree) = csi_translation::in_tree_name_for(&driver) {
@@ -82,7 +84,6 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
         expansion: expander.map(|expander| ExpansionConfig {
             driver_name: driver.clone(),
             expander,
-            recover_volume_expansion_failure: features.recover_volume_expansion_failure,
             annotate_fs_resize: features.annotate_fs_resize,
             handle_volume_inuse_error: args.handle_volume_inuse_error,
         }),
@@ -91,6 +92,8 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
             extra_modify_metadata: args.extra_modify_metadata,
         }),
         handle_volume_inuse_error: args.handle_volume_inuse_error && expander.is_some(),
+        expand_timeout: args.timeouts.expand(),
+        modify_timeout: args.timeouts.modify(),
     };
     if can_modify && !modify_gate {
         tracing::info!("VolumeAttributesClass is off; not modifying volumes");
@@ -99,7 +102,7 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
     let metrics = ResizerMetrics::register(sidecar.registry());
     let events = sidecar.events(event_component(&driver));
     let controller = Controller::new(client, &sidecar.caches(), csi, events, options, Some(&queue_metrics), metrics);
-    Ok(SidecarLoop::new(NAME, resizer_lease_name(&driver), args.timeout, |stop| controller.run(stop)))
+    Ok(SidecarLoop::new(NAME, resizer_lease_name(&driver), args.timeouts.longest(), |stop| controller.run(stop)))
 }
 
 /// Without an explicit VolumeAttributesClass gate, modification runs only if storage.k8s.io/v1 serves

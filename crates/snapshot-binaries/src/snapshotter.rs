@@ -1,7 +1,7 @@
 //! csi-snapshotter, as its binary and `csi-sidecars` start it: [`::snapshotter::start`]'s content loop and, with the
-//! gate on and a driver that has group snapshots (upstream's condition), the group loop beside it.
+//! gate on (its default), the group CRDs served and a driver that has group snapshots, the group loop beside it.
 
-use group_snapshotter::start::{driver_has_group_snapshots, sidecar_controller};
+use group_snapshotter::start::{sidecar_controller, sidecar_groups_served};
 use sidecar_runtime::{Driver, SetupError, Sidecar, SidecarLoop};
 pub use snapshotter::start::{Config, NAME};
 
@@ -17,7 +17,7 @@ pub async fn start(
     groups: bool,
 ) -> Result<SidecarLoop, SetupError> {
     let content = snapshotter::start::content_loop(&config, sidecar, driver).await?;
-    if !(groups && config.group_snapshots() && driver_has_group_snapshots(&content.csi).await) {
+    if !(groups && config.group_snapshots() && sidecar_groups_served(&sidecar.client(), &content.csi).await) {
         return Ok(content.alone());
     }
     let args = group_args(config.args());

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::controller::common::crds::wait_for_crds;
 use crate::controller::{common, sidecar};
-use crate::flags::{Features, controller, sidecar as sidecar_flags};
+use crate::flags::{Features, GA_GATES, controller, sidecar as sidecar_flags};
 use crate::translate::common::dynamic_content::ContentOptions;
 use crate::translate::sidecar::lease_name;
 
@@ -109,6 +109,7 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
 /// Refuses a driver without CreateSnapshot (exit 1 after the log line, as upstream) and builds the content loop.
 pub async fn content_loop(config: &Config, sidecar: &mut Sidecar, driver: &Driver) -> Result<ContentLoop, SetupError> {
     let Config { args, features: _, node_name } = config;
+    args.common.feature_gates().warn_ga_gates_set(&GA_GATES);
     let (csi, driver) = (driver.csi.with_timeout(args.timeout), driver.name.clone());
     let capabilities = csi.controller_capabilities().await.step("ControllerGetCapabilities")?;
     if !capabilities.has(ControllerCapability::CreateDeleteSnapshot) {
@@ -211,6 +212,7 @@ pub async fn controller_start(config: ControllerConfig, sidecar: &mut Sidecar) -
 /// Waits for the snapshot CRDs (`--retry-crd-interval-max`), then builds the snapshot and content loops.
 pub async fn controller_loops(config: &ControllerConfig, sidecar: &mut Sidecar) -> Result<ControllerLoops, SetupError> {
     let args = &config.args;
+    args.common.feature_gates().warn_ga_gates_set(&GA_GATES);
     wait_for_crds(&sidecar.client(), args.retry_crd_interval_max).await.refused()?;
     if args.enable_distributed_snapshotting {
         tracing::warn!("--enable-distributed-snapshotting is accepted but contents are not labelled with a node yet");
@@ -264,10 +266,12 @@ mod tests {
                 (Err(err), None) => panic!("{rule}: refused: {err}"),
             }
         }
-        let args = parse_as("csi-snapshotter", &["--timeout=15s", "--feature-gates=CSIVolumeGroupSnapshot=true"]);
+        let args = parse_as("csi-snapshotter", &["--timeout=15s"]);
         let config = Config::from_args(args.unwrap()).unwrap();
         assert_eq!(config.timeout(), Duration::from_secs(15));
-        assert!(config.group_snapshots());
+        assert!(config.group_snapshots(), "on by default since v8.7.0");
+        let off = parse_as("csi-snapshotter", &["--feature-gates=CSIVolumeGroupSnapshot=false"]).unwrap();
+        assert!(!Config::from_args(off).unwrap().group_snapshots(), "the GA gate still turns groups off");
         assert_eq!(config.args().worker_threads, 10);
     }
 
@@ -275,9 +279,10 @@ mod tests {
     fn snapshot_controller_flags_checked_before_anything_starts() {
         let unknown_gate = parse_as("snapshot-controller", &["--feature-gates=NoSuchGate=true"]).unwrap();
         assert!(ControllerConfig::from_args(unknown_gate).is_err(), "an unknown gate is refused");
-        let args = parse_as("snapshot-controller", &["--feature-gates=CSIVolumeGroupSnapshot=true"]).unwrap();
-        let config = ControllerConfig::from_args(args).unwrap();
-        assert!(config.group_snapshots());
+        let config = ControllerConfig::from_args(parse_as("snapshot-controller", &[]).unwrap()).unwrap();
+        assert!(config.group_snapshots(), "on by default since v8.7.0");
+        let off = parse_as("snapshot-controller", &["--feature-gates=CSIVolumeGroupSnapshot=false"]).unwrap();
+        assert!(!ControllerConfig::from_args(off).unwrap().group_snapshots(), "the GA gate still turns groups off");
         assert_eq!(config.drain(), Duration::from_secs(10));
         assert_eq!(config.common().kube_api_qps, 5.0);
     }

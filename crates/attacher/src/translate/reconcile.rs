@@ -73,10 +73,7 @@ mod tests {
     fn entry(volume: Option<&str>, nodes: Option<&[&str]>) -> Entry {
         Entry {
             volume: volume.map(|id| csi_client::proto::Volume { volume_id: id.into(), ..Default::default() }),
-            status: nodes.map(|n| VolumeStatus {
-                published_node_ids: n.iter().map(|s| s.to_string()).collect(),
-                ..Default::default()
-            }),
+            status: nodes.map(|n| VolumeStatus { published_node_ids: n.iter().map(|s| s.to_string()).collect() }),
         }
     }
 

@@ -14,7 +14,7 @@ one /metrics and health endpoint";
 const AFTER_HELP: &str = "\
 Every flag goes to each selected sidecar that has it. A sidecar's flag given as --<sidecar>.<flag> goes to that
 sidecar alone and overrides the shared value: --resizer.timeout=2m, --provisioner.worker-threads=50,
---snapshotter.feature-gates=CSIVolumeGroupSnapshot=true. The flags of the whole process (driver address, Kubernetes
+--snapshotter.feature-gates=CSIVolumeGroupSnapshot=false. The flags of the whole process (driver address, Kubernetes
 client, logging, HTTP, leader election) take no prefix; --feature-gates does, since each sidecar knows its own gates.
 Each sidecar leads its own upstream Lease unless --leader-election-shared is set.";
 

@@ -11,8 +11,8 @@ use sidecar_runtime::Outcome;
 
 use super::Shared;
 use crate::translate::deletion::{
-    DeletionSecret, VolumeAction, attached_node, class_deletion_secret, deletion_secret, still_attached_message,
-    volume_action, volume_finalizer_patch,
+    DeletionSecret, VolumeAction, attached_node, class_deletion_secret, deletion_secret, volume_action,
+    volume_finalizer_patch, waiting_for_detach_event,
 };
 use crate::translate::migration::{csi_class, csi_volume};
 use crate::translate::names::EVENT_VOLUME_FAILED_DELETE;
@@ -62,8 +62,11 @@ async fn delete(shared: &Shared, volume: &PersistentVolume, volume_handle: &str,
     let started = Instant::now();
     let name = volume.metadata.name.as_deref().unwrap_or_default();
     let class = volume.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default();
-    if let Err(message) = check_detached(shared, name) {
-        return delete_failed(shared, volume, &class, message).await;
+    if let Some(waiting) = attached_event(shared, name) {
+        // Postponed, not failed: no failed-deletion metric, a Normal event, and another try with backoff.
+        tracing::info!(volume = %name, reason = %waiting.message, "deletion postponed");
+        shared.publish(volume, &waiting).await;
+        return Outcome::Retry;
     }
     let secrets = deletion_credentials(shared, volume, migrated).await;
     tracing::info!(volume = %name, %volume_handle, "deleting volume");
@@ -98,14 +101,11 @@ async fn delete_failed(shared: &Shared, volume: &PersistentVolume, class: &str, 
 }
 
 /// With PUBLISH_UNPUBLISH_VOLUME, a VolumeAttachment of the PV blocks deletion (external-provisioner
-/// `canDeleteVolume`). The attachments are watched (only then), and a detachment queues the PV again.
-fn check_detached(shared: &Shared, name: &str) -> Result<(), String> {
-    let Some(attachments) = &shared.stores.attachments else { return Ok(()) };
-    let attachments = attachments.state();
-    match attached_node(attachments.iter().map(|a| &**a), name) {
-        Some(node) => Err(still_attached_message(name, node)),
-        None => Ok(()),
-    }
+/// `canDeleteVolume`): the event to record while it does. The attachments are watched (only then), and a detachment
+/// queues the PV again.
+fn attached_event(shared: &Shared, name: &str) -> Option<PlannedEvent> {
+    let attachments = shared.stores.attachments.as_ref()?.state();
+    attached_node(attachments.iter().map(|a| &**a), name).map(|node| waiting_for_detach_event(name, node))
 }
 
 /// The deletion secret from the PV's annotations, else from its StorageClass. A Secret that cannot be read is

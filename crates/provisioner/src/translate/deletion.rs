@@ -9,9 +9,10 @@ use serde_json::json;
 
 use super::names::{
     ANN_MIGRATED_TO, ANN_PROVISIONED_BY, ANN_PROVISIONER_DELETION_SECRET_NAME,
-    ANN_PROVISIONER_DELETION_SECRET_NAMESPACE, FINALIZER_PV,
+    ANN_PROVISIONER_DELETION_SECRET_NAMESPACE, EVENT_VOLUME_DELETE, FINALIZER_PV,
 };
 use super::provisioner::Provisioner;
+use super::refusal::{EventType, PlannedEvent};
 use super::secrets::{SecretKind, SecretRef, secret_reference};
 
 /// The work a PV needs from this provisioner now.
@@ -151,9 +152,15 @@ pub fn attached_node<'a>(
         .map(|a| a.spec.node_name.as_str())
 }
 
-/// The error text while a VolumeAttachment exists.
-pub fn still_attached_message(volume_name: &str, node: &str) -> String {
-    format!("persistentvolume {volume_name} is still attached to node {node}")
+/// The event while a VolumeAttachment exists: a postponed deletion, not a failure, so a Normal `VolumeDelete`
+/// (external-provisioner v6.4.0, #1588: `canDeleteVolume` answers a `VolumeInUseError`, which the library records so
+/// and leaves out of the failed-deletion metric). The deletion is retried with backoff.
+pub fn waiting_for_detach_event(volume_name: &str, node: &str) -> PlannedEvent {
+    PlannedEvent {
+        event_type: EventType::Normal,
+        reason: EVENT_VOLUME_DELETE,
+        message: format!("persistentvolume {volume_name} is still attached to node {node}, waiting for detach"),
+    }
 }
 
 #[cfg(test)]
@@ -326,7 +333,15 @@ mod tests {
         let attachments = [attachment("pvc-2", "n2"), attachment("pvc-1", "n1")];
         assert_eq!(attached_node(&attachments, "pvc-1"), Some("n1"), "62");
         assert_eq!(attached_node(&attachments, "pvc-3"), None, "62");
-        assert_eq!(still_attached_message("pvc-1", "n1"), "persistentvolume pvc-1 is still attached to node n1");
+        assert_eq!(
+            waiting_for_detach_event("pvc-1", "n1"),
+            PlannedEvent {
+                event_type: EventType::Normal,
+                reason: "VolumeDelete",
+                message: "persistentvolume pvc-1 is still attached to node n1, waiting for detach".into(),
+            },
+            "a postponed deletion is Normal, not a VolumeFailedDelete Warning"
+        );
     }
 
     #[test]

@@ -120,6 +120,9 @@ pub const EVENT_PROVISIONING_FAILED: &str = "ProvisioningFailed";
 pub const EVENT_PROVISIONING_SUCCEEDED: &str = "ProvisioningSucceeded";
 /// Warning on the PV when DeleteVolume fails.
 pub const EVENT_VOLUME_FAILED_DELETE: &str = "VolumeFailedDelete";
+/// Normal on the PV while its deletion waits for a detach (sig-storage-lib-external-provisioner v13.1,
+/// `VolumeInUseError`).
+pub const EVENT_VOLUME_DELETE: &str = "VolumeDelete";
 /// Reason of the Warning on a claim whose CreateVolume answered, in the usual order of things, on a claim that was
 /// deleted meanwhile and whose volume could not be deleted yet (ours, beyond upstream).
 pub const EVENT_PROVISIONING_CLEANUP_FAILED: &str = "ProvisioningCleanupFailed";

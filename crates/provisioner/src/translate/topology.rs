@@ -84,7 +84,7 @@ pub struct TopologyInput<'a> {
     pub strict_topology: bool,
     /// `--immediate-topology`
     pub immediate_topology: bool,
-    /// The CSINodes, in the order to try them when one must be picked (the controller may shuffle them).
+    /// The CSINodes: which topology keys the driver registered on which node.
     pub csi_nodes: &'a [CSINode],
     pub nodes: &'a [Node],
 }
@@ -265,46 +265,98 @@ fn selected_node_term(
     term_of(&labels, keys).ok_or_else(|| mismatch(&labels))
 }
 
-/// Every segment in the cluster for the driver's keys: the selected node's keys, or (immediate binding) those of the
-/// first CSINode that has keys for the driver (upstream's `aggregateTopologies`).
+/// Every segment in the cluster for the driver's keys, from the nodes where the driver registered them (external-
+/// provisioner v6.4.0 pkg/controller/topology.go, aggregateTopologies). Late binding: the selected node's keys, over
+/// the nodes whose registration covers them. Immediate binding: each distinct key set the driver registered, over the
+/// nodes whose registration covers that set, so that a cluster whose nodes report different granularities offers
+/// every one of them; a CSINode without keys for the driver is skipped, not an empty key set. A node is never
+/// reported under keys the driver did not register on it, whatever labels it carries.
 fn aggregate(
     input: &TopologyInput<'_>,
     selected: Option<&str>,
     selected_keys: &[String],
     pin: &mut TopologyPin,
 ) -> Result<Vec<TopologyTerm>, String> {
-    let keys = match selected {
-        None if !pin.topology_keys.is_empty() => pin.topology_keys.clone(),
-        None => {
-            let found = input
-                .csi_nodes
-                .iter()
-                .map(|n| driver_topology_keys(n, input.driver_name))
-                .find(|keys| !keys.is_empty())
-                .unwrap_or_default();
-            if found.is_empty() {
-                // The driver has registered on no node yet.
-                return Ok(Vec::new());
-            }
-            pin.topology_keys = found.clone();
-            found
-        }
-        Some(node) => {
-            if selected_keys.is_empty() {
-                return Err(format!("no topology key found on CSINode {node}"));
-            }
-            selected_keys.to_vec()
-        }
-    };
+    if let Some(node) = selected
+        && selected_keys.is_empty()
+    {
+        return Err(format!("no topology key found on CSINode {node}"));
+    }
     if !pin.requisite_terms.is_empty() {
         return Ok(pin.requisite_terms.clone());
     }
-    let terms: Vec<TopologyTerm> = input.nodes.iter().filter_map(|n| term_of(&node_labels(n), &keys)).collect();
-    if terms.is_empty() {
-        return Err(format!("topologyKeys {} were not found on any nodes", go_list(&keys)));
-    }
+    let registered = registered_topology_keys(input);
+    let terms = match selected {
+        None => {
+            let key_sets = distinct_key_sets(input);
+            if key_sets.is_empty() {
+                // The driver has registered keys on no node yet.
+                return Ok(Vec::new());
+            }
+            let terms: Vec<TopologyTerm> =
+                key_sets.iter().flat_map(|keys| terms_for_keys(input, keys, &registered)).collect();
+            if terms.is_empty() {
+                let sets: Vec<String> = key_sets.iter().map(|keys| go_list(keys)).collect();
+                return Err(format!("topologyKeys {} were not found on any nodes", go_list(&sets)));
+            }
+            terms
+        }
+        Some(_) => {
+            let terms = terms_for_keys(input, selected_keys, &registered);
+            if terms.is_empty() {
+                return Err(format!("topologyKeys {} were not found on any nodes", go_list(selected_keys)));
+            }
+            terms
+        }
+    };
     pin.requisite_terms = terms.clone();
     Ok(terms)
+}
+
+/// The topology keys the driver registered on each node (by CSINode name); nodes where it registered none are left
+/// out (upstream's `registeredTopologyKeys`).
+fn registered_topology_keys<'a>(input: &TopologyInput<'a>) -> BTreeMap<&'a str, Vec<String>> {
+    input
+        .csi_nodes
+        .iter()
+        .filter_map(|csi_node| {
+            let keys = driver_topology_keys(csi_node, input.driver_name);
+            (!keys.is_empty()).then(|| (csi_node.metadata.name.as_deref().unwrap_or_default(), keys))
+        })
+        .collect()
+}
+
+/// The distinct key sets the driver registered, each sorted, in order (upstream's `distinctTopologyKeySets`).
+fn distinct_key_sets(input: &TopologyInput<'_>) -> Vec<Vec<String>> {
+    let sets: std::collections::BTreeSet<Vec<String>> = input
+        .csi_nodes
+        .iter()
+        .map(|csi_node| {
+            let mut keys = driver_topology_keys(csi_node, input.driver_name);
+            keys.sort();
+            keys
+        })
+        .filter(|keys| !keys.is_empty())
+        .collect();
+    sets.into_iter().collect()
+}
+
+/// One term per node labelled with every key of `keys` whose registration covers them (upstream's
+/// `aggregateTopologiesForKeys`).
+fn terms_for_keys(
+    input: &TopologyInput<'_>,
+    keys: &[String],
+    registered: &BTreeMap<&str, Vec<String>>,
+) -> Vec<TopologyTerm> {
+    input
+        .nodes
+        .iter()
+        .filter(|node| {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            registered.get(name).is_some_and(|own| keys.iter().all(|key| own.contains(key)))
+        })
+        .filter_map(|node| term_of(&node_labels(node), keys))
+        .collect()
 }
 
 /// allowedTopologies as a list of terms: each selector term's OR of values is distributed over its AND of keys.
@@ -512,7 +564,7 @@ mod tests {
         let z = |list: &[&str]| zones(list);
         let rows = vec![
             Row {
-                rule: "46: strict: requisite = preferred = the selected node's segment",
+                rule: "strict: requisite = preferred = the selected node's segment",
                 cluster: three_zones(),
                 allowed: vec![],
                 selected: Some("n2"),
@@ -522,7 +574,7 @@ mod tests {
                 want: Ok(Some((z(&["z2"]), z(&["z2"])))),
             },
             Row {
-                rule: "46: strict: the segment must lie within allowedTopologies",
+                rule: "strict: the segment must lie within allowedTopologies",
                 cluster: three_zones(),
                 allowed: allowed(&[&[(ZONE, &["z1", "z3"])]]),
                 selected: Some("n2"),
@@ -532,7 +584,7 @@ mod tests {
                 want: Err((NoChange, "error generating accessibility requirements: selected node '\"n2\"' topology '[{topology.kubernetes.io/zone z2}]' is not in allowed topologies: [[{topology.kubernetes.io/zone z1}] [{topology.kubernetes.io/zone z3}]]".into())),
             },
             Row {
-                rule: "46: strict within allowedTopologies",
+                rule: "strict within allowedTopologies",
                 cluster: three_zones(),
                 allowed: allowed(&[&[(ZONE, &["z1", "z2"])]]),
                 selected: Some("n2"),
@@ -542,7 +594,7 @@ mod tests {
                 want: Ok(Some((z(&["z2"]), z(&["z2"])))),
             },
             Row {
-                rule: "47: late binding: requisite = cluster aggregate, preferred starts at the selected segment",
+                rule: "late binding: requisite = cluster aggregate, preferred starts at the selected segment",
                 cluster: three_zones(),
                 allowed: vec![],
                 selected: Some("n2"),
@@ -552,7 +604,7 @@ mod tests {
                 want: Ok(Some((z(&["z1", "z2", "z3"]), z(&["z2", "z3", "z1"])))),
             },
             Row {
-                rule: "47: late binding: requisite = flattened allowedTopologies",
+                rule: "late binding: requisite = flattened allowedTopologies",
                 cluster: three_zones(),
                 allowed: allowed(&[&[(ZONE, &["z3", "z2"])]]),
                 selected: Some("n2"),
@@ -562,7 +614,7 @@ mod tests {
                 want: Ok(Some((z(&["z2", "z3"]), z(&["z2", "z3"])))),
             },
             Row {
-                rule: "47: selected segment not in requisite → error",
+                rule: "selected segment not in requisite → error",
                 cluster: three_zones(),
                 allowed: allowed(&[&[(ZONE, &["z1"])]]),
                 selected: Some("n2"),
@@ -572,7 +624,7 @@ mod tests {
                 want: Err((NoChange, "error generating accessibility requirements: topology [{topology.kubernetes.io/zone z2}] from selected node \"n2\" is not in requisite: [[{topology.kubernetes.io/zone z1}]]".into())),
             },
             Row {
-                rule: "47: flattening distributes OR over AND, terms sorted",
+                rule: "flattening distributes OR over AND, terms sorted",
                 cluster: Cluster {
                     csi_nodes: vec![csi_node("n1", &[ZONE, RACK])],
                     nodes: vec![node("n1", &[(ZONE, "z1"), (RACK, "r2")])],
@@ -598,9 +650,9 @@ mod tests {
                 ))),
             },
             Row {
-                rule: "49: requisite sorted and de-duplicated",
+                rule: "requisite sorted and de-duplicated",
                 cluster: Cluster {
-                    csi_nodes: vec![csi_node("a", &[ZONE])],
+                    csi_nodes: vec![csi_node("a", &[ZONE]), csi_node("b", &[ZONE]), csi_node("c", &[ZONE])],
                     nodes: vec![
                         node("a", &[(ZONE, "z2")]),
                         node("b", &[(ZONE, "z1")]),
@@ -615,7 +667,7 @@ mod tests {
                 want: Ok(Some((z(&["z1", "z2"]), z(&["z2", "z1"])))),
             },
             Row {
-                rule: "42: selected node's CSINode missing → reschedule",
+                rule: "selected node's CSINode missing → reschedule",
                 cluster: three_zones(),
                 allowed: vec![],
                 selected: Some("gone"),
@@ -625,7 +677,7 @@ mod tests {
                 want: Err((Reschedule, "failed to get selected CSINode gone: csinode.storage.k8s.io \"gone\" not found".into())),
             },
             Row {
-                rule: "49: selected node has no keys for the driver",
+                rule: "selected node has no keys for the driver",
                 cluster: Cluster { csi_nodes: vec![csi_node("n1", &[])], nodes: vec![node("n1", &[(ZONE, "z1")])] },
                 allowed: vec![],
                 selected: Some("n1"),
@@ -635,7 +687,7 @@ mod tests {
                 want: Err((NoChange, "error generating accessibility requirements: no topology key found for node n1".into())),
             },
             Row {
-                rule: "49: selected node lacks a label for a key",
+                rule: "selected node lacks a label for a key",
                 cluster: Cluster {
                     csi_nodes: vec![csi_node("n1", &[ZONE, RACK])],
                     nodes: vec![node("n1", &[(ZONE, "z1"), ("kubernetes.io/hostname", "n1")])],
@@ -648,7 +700,7 @@ mod tests {
                 want: Err((NoChange, "error generating accessibility requirements: topology labels from selected node map[kubernetes.io/hostname:n1 topology.kubernetes.io/zone:z1] does not match topology keys from CSINode [topology.kubernetes.io/zone example.com/rack]".into())),
             },
             Row {
-                rule: "42: selected Node object missing (CSINode present) is NoChange",
+                rule: "selected Node object missing (CSINode present) is NoChange",
                 cluster: Cluster { csi_nodes: vec![csi_node("n1", &[ZONE])], nodes: vec![] },
                 allowed: vec![],
                 selected: Some("n1"),
@@ -658,7 +710,7 @@ mod tests {
                 want: Err((NoChange, "error generating accessibility requirements: topology labels from selected node map[] does not match topology keys from CSINode [topology.kubernetes.io/zone]".into())),
             },
             Row {
-                rule: "48: immediate: requisite = cluster aggregate, preferred rotated by the claim-name hash",
+                rule: "immediate: requisite = cluster aggregate, preferred rotated by the claim-name hash",
                 cluster: three_zones(),
                 allowed: vec![],
                 selected: None,
@@ -668,7 +720,7 @@ mod tests {
                 want: Ok(Some((z(&["z1", "z2", "z3"]), rotated(&z(&["z1", "z2", "z3"]), spread_start("data-web-1", 3))))),
             },
             Row {
-                rule: "48: immediate: requisite = allowedTopologies",
+                rule: "immediate: requisite = allowedTopologies",
                 cluster: three_zones(),
                 allowed: allowed(&[&[(ZONE, &["z9"])]]),
                 selected: None,
@@ -678,7 +730,7 @@ mod tests {
                 want: Ok(Some((z(&["z9"]), z(&["z9"])))),
             },
             Row {
-                rule: "48: immediate, --immediate-topology=false, no allowedTopologies → no requirements",
+                rule: "immediate, --immediate-topology=false, no allowedTopologies → no requirements",
                 cluster: three_zones(),
                 allowed: vec![],
                 selected: None,
@@ -688,7 +740,7 @@ mod tests {
                 want: Ok(None),
             },
             Row {
-                rule: "48: allowedTopologies of empty terms → no requirements",
+                rule: "allowedTopologies of empty terms → no requirements",
                 cluster: three_zones(),
                 allowed: vec![TopologySelectorTerm { match_label_expressions: None }],
                 selected: None,
@@ -698,7 +750,7 @@ mod tests {
                 want: Ok(None),
             },
             Row {
-                rule: "49: no CSINode has keys → no available topology",
+                rule: "no CSINode has keys → no available topology",
                 cluster: Cluster { csi_nodes: vec![csi_node("n1", &[])], nodes: vec![node("n1", &[(ZONE, "z1")])] },
                 allowed: vec![],
                 selected: None,
@@ -708,17 +760,17 @@ mod tests {
                 want: Err((NoChange, "error generating accessibility requirements: no available topology found".into())),
             },
             Row {
-                rule: "45: keys found but no node carries them",
+                rule: "keys found but no node carries them",
                 cluster: Cluster { csi_nodes: vec![csi_node("n1", &[ZONE])], nodes: vec![node("n1", &[("other", "x")])] },
                 allowed: vec![],
                 selected: None,
                 strict: false,
                 immediate: true,
                 claim: "c",
-                want: Err((NoChange, "error generating accessibility requirements: topologyKeys [topology.kubernetes.io/zone] were not found on any nodes".into())),
+                want: Err((NoChange, "error generating accessibility requirements: topologyKeys [[topology.kubernetes.io/zone]] were not found on any nodes".into())),
             },
             Row {
-                rule: "45: aggregate only counts nodes with every key",
+                rule: "aggregate only counts nodes with every key",
                 cluster: Cluster {
                     csi_nodes: vec![csi_node("n1", &[ZONE, RACK])],
                     nodes: vec![
@@ -732,6 +784,95 @@ mod tests {
                 immediate: true,
                 claim: "c",
                 want: Ok(Some((vec![term(&[(RACK, "r1"), (ZONE, "z1")])], vec![term(&[(RACK, "r1"), (ZONE, "z1")])]))),
+            },
+            Row {
+                rule: "immediate: each registered key set aggregated on its own, over the nodes that registered it",
+                cluster: Cluster {
+                    csi_nodes: vec![csi_node("n1", &[ZONE]), csi_node("n2", &[RACK, ZONE])],
+                    nodes: vec![node("n1", &[(ZONE, "z1"), (RACK, "r9")]), node("n2", &[(ZONE, "z2"), (RACK, "r2")])],
+                },
+                allowed: vec![],
+                selected: None,
+                strict: false,
+                immediate: true,
+                claim: "c",
+                want: Ok(Some((
+                    vec![term(&[(ZONE, "z1")]), term(&[(ZONE, "z2")]), term(&[(RACK, "r2"), (ZONE, "z2")])],
+                    rotated(
+                        &[term(&[(ZONE, "z1")]), term(&[(ZONE, "z2")]), term(&[(RACK, "r2"), (ZONE, "z2")])],
+                        spread_start("c", 3),
+                    ),
+                ))),
+            },
+            Row {
+                rule: "immediate: a node where the driver is not registered is left out, whatever its labels",
+                cluster: Cluster {
+                    csi_nodes: vec![csi_node("n1", &[ZONE]), csi_node("n2", &[ZONE])],
+                    nodes: vec![node("n1", &[(ZONE, "z1")]), node("n2", &[(ZONE, "z2")]), node("n5", &[(ZONE, "z5")])],
+                },
+                allowed: vec![],
+                selected: None,
+                strict: false,
+                immediate: true,
+                claim: "c",
+                want: Ok(Some((z(&["z1", "z2"]), rotated(&z(&["z1", "z2"]), spread_start("c", 2))))),
+            },
+            Row {
+                rule: "immediate: a CSINode without keys for the driver is skipped, not an empty key set",
+                cluster: Cluster {
+                    csi_nodes: vec![csi_node("n0", &[]), csi_node("n1", &[ZONE])],
+                    nodes: vec![node("n0", &[(ZONE, "z0")]), node("n1", &[(ZONE, "z1")])],
+                },
+                allowed: vec![],
+                selected: None,
+                strict: false,
+                immediate: true,
+                claim: "c",
+                want: Ok(Some((z(&["z1"]), z(&["z1"])))),
+            },
+            Row {
+                rule: "immediate: a node registered with finer keys counts for the coarser key set too",
+                cluster: Cluster {
+                    csi_nodes: vec![csi_node("n1", &[ZONE]), csi_node("n2", &[ZONE, RACK])],
+                    nodes: vec![node("n1", &[("other", "x")]), node("n2", &[(ZONE, "z2")])],
+                },
+                allowed: vec![],
+                selected: None,
+                strict: false,
+                immediate: true,
+                claim: "c",
+                want: Ok(Some((z(&["z2"]), z(&["z2"])))),
+            },
+            Row {
+                rule: "late binding: only nodes whose registration covers the selected node's keys",
+                cluster: Cluster {
+                    csi_nodes: vec![csi_node("n1", &[ZONE]), csi_node("n2", &[ZONE, RACK]), csi_node("n3", &[RACK])],
+                    nodes: vec![
+                        node("n1", &[(ZONE, "z1")]),
+                        node("n2", &[(ZONE, "z2"), (RACK, "r2")]),
+                        node("n3", &[(ZONE, "z3"), (RACK, "r3")]),
+                        node("n4", &[(ZONE, "z4")]),
+                    ],
+                },
+                allowed: vec![],
+                selected: Some("n1"),
+                strict: false,
+                immediate: true,
+                claim: "c",
+                want: Ok(Some((z(&["z1", "z2"]), z(&["z1", "z2"])))),
+            },
+            Row {
+                rule: "immediate: no registered node carries its keys: each key set named",
+                cluster: Cluster {
+                    csi_nodes: vec![csi_node("n1", &[ZONE]), csi_node("n2", &[RACK, ZONE])],
+                    nodes: vec![node("n1", &[("other", "x")]), node("n2", &[(RACK, "r2")]), node("n3", &[(ZONE, "z3")])],
+                },
+                allowed: vec![],
+                selected: None,
+                strict: false,
+                immediate: true,
+                claim: "c",
+                want: Err((NoChange, "error generating accessibility requirements: topologyKeys [[example.com/rack topology.kubernetes.io/zone] [topology.kubernetes.io/zone]] were not found on any nodes".into())),
             },
         ];
         for row in &rows {
@@ -748,13 +889,13 @@ mod tests {
     fn stateful_set_replicas_spread() {
         // (rule, claim name, hashed part, ordinal)
         let table = [
-            ("48: ClaimName-StatefulSet-N hashes the StatefulSet name", "data-web-2", "web", 2),
-            ("48: Name-N hashes Name", "web-7", "web", 7),
-            ("48: no ordinal hashes the whole name", "my-claim", "my-claim", 0),
-            ("48: a sign is not an ordinal", "web-+1", "web-+1", 0),
-            ("48: leading zeros are an ordinal", "db-web-007", "web", 7),
-            ("48: ordinal beyond u32 is not an ordinal", "web-99999999999", "web-99999999999", 0),
-            ("48: no dash", "plain", "plain", 0),
+            ("ClaimName-StatefulSet-N hashes the StatefulSet name", "data-web-2", "web", 2),
+            ("Name-N hashes Name", "web-7", "web", 7),
+            ("no ordinal hashes the whole name", "my-claim", "my-claim", 0),
+            ("a sign is not an ordinal", "web-+1", "web-+1", 0),
+            ("leading zeros are an ordinal", "db-web-007", "web", 7),
+            ("ordinal beyond u32 is not an ordinal", "web-99999999999", "web-99999999999", 0),
+            ("no dash", "plain", "plain", 0),
         ];
         for (rule, claim, hashed, ordinal) in table {
             let (hash, index) = stateful_set_spread(claim);
@@ -768,9 +909,9 @@ mod tests {
 
         // Consecutive replicas of one StatefulSet start at consecutive zones; claims of one replica agree.
         let starts: Vec<usize> = (0..3).map(|i| spread_start(&format!("data-web-{i}"), 3)).collect();
-        assert_eq!(starts[1], (starts[0] + 1) % 3, "48: replicas spread");
-        assert_eq!(starts[2], (starts[0] + 2) % 3, "48: replicas spread");
-        assert_eq!(spread_start("logs-web-1", 3), starts[1], "48: claims of one replica share a zone");
+        assert_eq!(starts[1], (starts[0] + 1) % 3, "replicas spread");
+        assert_eq!(starts[2], (starts[0] + 2) % 3, "replicas spread");
+        assert_eq!(spread_start("logs-web-1", 3), starts[1], "claims of one replica share a zone");
     }
 
     /// The hash of a string taken as is (no StatefulSet heuristics): names without a dash hash whole.
@@ -781,7 +922,7 @@ mod tests {
     #[test]
     fn retries_send_the_same_requirements() {
         let mut row = Row {
-            rule: "41: pinned inputs survive node changes",
+            rule: "pinned inputs survive node changes",
             cluster: three_zones(),
             allowed: vec![],
             selected: Some("n2"),
@@ -792,9 +933,9 @@ mod tests {
         };
         let mut pin = TopologyPin::default();
         let first = run(&row, &mut pin);
-        assert_eq!(pin.topology_keys, vec![ZONE.to_string()], "41: keys pinned");
-        assert_eq!(pin.node_labels.get(ZONE).map(String::as_str), Some("z2"), "41: labels pinned");
-        assert_eq!(pin.requisite_terms.len(), 3, "41: aggregate pinned");
+        assert_eq!(pin.topology_keys, vec![ZONE.to_string()], "keys pinned");
+        assert_eq!(pin.node_labels.get(ZONE).map(String::as_str), Some("z2"), "labels pinned");
+        assert_eq!(pin.requisite_terms.len(), 3, "aggregate pinned");
 
         // Node n1 loses its zone, the CSINode of n2 goes away and n2 is relabelled: nothing changes for this claim.
         row.cluster = Cluster {
@@ -806,7 +947,7 @@ mod tests {
         // Pinned labels lacking a key are refreshed from the Node (upstream #1485).
         let mut stale = TopologyPin { node_labels: BTreeMap::from([("x".into(), "y".into())]), ..Default::default() };
         row.cluster = three_zones();
-        assert_eq!(run(&row, &mut stale), first, "41: incomplete pinned labels are refreshed");
+        assert_eq!(run(&row, &mut stale), first, "incomplete pinned labels are refreshed");
         assert_eq!(stale.node_labels.get(ZONE).map(String::as_str), Some("z2"));
     }
 
@@ -823,18 +964,14 @@ mod tests {
         // (rule, accessible topology, affinity terms)
         type Row = (&'static str, Vec<Topology>, Option<Vec<Vec<NodeSelectorRequirement>>>);
         let table: Vec<Row> = vec![
-            ("30: no topology, no affinity", vec![], None),
+            ("no topology, no affinity", vec![], None),
             (
-                "30: one term per topology, one In per segment",
+                "one term per topology, one In per segment",
                 vec![topo(&[(ZONE, "z1"), (RACK, "r1")]), topo(&[(ZONE, "z2")])],
                 Some(vec![vec![expr(RACK, "r1"), expr(ZONE, "z1")], vec![expr(ZONE, "z2")]]),
             ),
-            (
-                "30: empty topologies skipped",
-                vec![topo(&[]), topo(&[(ZONE, "z1")])],
-                Some(vec![vec![expr(ZONE, "z1")]]),
-            ),
-            ("30: only empty topologies → no affinity", vec![topo(&[])], None),
+            ("empty topologies skipped", vec![topo(&[]), topo(&[(ZONE, "z1")])], Some(vec![vec![expr(ZONE, "z1")]])),
+            ("only empty topologies → no affinity", vec![topo(&[])], None),
         ];
         for (rule, accessible, want) in table {
             let got = volume_node_affinity(&accessible).map(|a| {

@@ -70,8 +70,8 @@ async fn expand_volume(
     };
     let request = expand_request(shared, volume, call, single_node_multi_writer).await?;
     let csi = match call.origin {
-        VolumeOrigin::Csi => shared.csi.clone(),
-        VolumeOrigin::Migrated => shared.csi.for_migrated_volume(),
+        VolumeOrigin::Csi => shared.csi.with_timeout(shared.options.expand_timeout),
+        VolumeOrigin::Migrated => shared.csi.with_timeout(shared.options.expand_timeout).for_migrated_volume(),
     };
     Ok(csi.controller_expand_volume(request).await)
 }

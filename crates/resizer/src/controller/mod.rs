@@ -47,6 +47,10 @@ pub struct Options {
     pub modification: Option<ModificationConfig>,
     /// `--handle-volume-inuse-error`: watch Pods.
     pub handle_volume_inuse_error: bool,
+    /// The limit of one ControllerExpandVolume call (`--resize-timeout`, or `--timeout` when given).
+    pub expand_timeout: Duration,
+    /// The limit of one ControllerModifyVolume call (`--modify-timeout`, or `--timeout` when given).
+    pub modify_timeout: Duration,
 }
 
 /// The events' source component: `external-resizer <driver>`, as upstream.

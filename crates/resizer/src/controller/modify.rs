@@ -70,5 +70,6 @@ async fn modify_volume(
         secrets,
     )
     .map_err(|e| e.to_string())?;
-    Ok(shared.csi.controller_modify_volume(request).await.map(|_| ()))
+    let csi = shared.csi.with_timeout(shared.options.modify_timeout);
+    Ok(csi.controller_modify_volume(request).await.map(|_| ()))
 }

@@ -84,8 +84,6 @@ pub const EVENT_COMPONENT: &str = "external-resizer";
 
 /// Beta, on by default: the pre-resize-capacity annotation on PVs.
 pub const GATE_ANNOTATE_FS_RESIZE: &str = "AnnotateFsResize";
-/// GA, on by default: allocatedResources / allocatedResourceStatuses and recovery by shrinking the request.
-pub const GATE_RECOVER_VOLUME_EXPANSION_FAILURE: &str = "RecoverVolumeExpansionFailure";
 /// GA, on by default (turned off when the storage.k8s.io/v1 VolumeAttributesClass API is missing).
 pub const GATE_VOLUME_ATTRIBUTES_CLASS: &str = "VolumeAttributesClass";
 

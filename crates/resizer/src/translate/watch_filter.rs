@@ -22,9 +22,7 @@ pub fn claim_update_needs_sync(
     modification: bool,
     volume_cached: impl Fn(&str) -> bool,
 ) -> bool {
-    let expansion = expansion.is_some_and(|config| {
-        super::expansion::filter::claim_update_needs_sync(old, new, config.recover_volume_expansion_failure)
-    });
+    let expansion = expansion.is_some() && super::expansion::filter::claim_update_needs_sync(old, new);
     let modification = modification && {
         let old_volume = bound_volume_name(old);
         let known = !old_volume.is_empty() && volume_cached(old_volume);
@@ -152,7 +150,6 @@ mod tests {
         let expansion = ExpansionConfig {
             driver_name: "hostpath.csi.k8s.io".into(),
             expander: crate::translate::capabilities::Expander::NodeOnly,
-            recover_volume_expansion_failure: true,
             annotate_fs_resize: true,
             handle_volume_inuse_error: true,
         };

@@ -85,6 +85,23 @@ impl FeatureGates {
     pub fn iter(&self) -> impl Iterator<Item = (&str, bool)> {
         self.0.iter().map(|(name, enabled)| (name.as_str(), *enabled))
     }
+
+    /// The gates of `ga` (the sidecar's GA gates) given on the command line, with their values.
+    pub fn ga_gates_set<'a>(&'a self, ga: &'a [&str]) -> impl Iterator<Item = (&'a str, bool)> {
+        self.iter().filter(|(name, _)| ga.contains(name))
+    }
+
+    /// Warns about each GA gate given on the command line, in component-base's words (a GA gate still takes the
+    /// value given, but it will be removed, and a manifest that sets it will then fail to start).
+    pub fn warn_ga_gates_set(&self, ga: &[&str]) {
+        for (name, value) in self.ga_gates_set(ga) {
+            tracing::warn!(
+                featureGate = name,
+                value,
+                "Warning: setting GA feature gate. It will be removed in a future release."
+            );
+        }
+    }
 }
 
 /// The gates of Kubernetes' own libraries (component-base, apiserver, client-go) that every upstream sidecar's
@@ -210,6 +227,10 @@ mod tests {
         let kubernetes =
             FeatureGates::parse("A=true,AllAlpha=true,WatchList=false,CBORServingAndStorage=true").unwrap();
         assert_eq!(kubernetes.check_known(&["A"]), Ok(()));
+        // The GA gates given, to warn about: only those of the list, at either value.
+        let given = FeatureGates::parse("A=true,B=false,C=true").unwrap();
+        let set: Vec<(&str, bool)> = given.ga_gates_set(&["B", "C", "D"]).collect();
+        assert_eq!(set, [("B", false), ("C", true)]);
     }
 
     #[test]

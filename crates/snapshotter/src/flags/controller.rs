@@ -45,7 +45,6 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flags::CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT;
 
     fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
         crate::flags::parse_as("snapshot-controller", argv)
@@ -68,7 +67,7 @@ mod tests {
         assert_eq!(args.common.http_address(), None);
         assert_eq!(args.common.metrics_path, "/metrics");
         let features = args.validate().unwrap();
-        assert_eq!(features.volume_group_snapshot, CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT);
+        assert!(features.volume_group_snapshot, "group snapshots are on by default since v8.7.0");
         assert!(!features.release_leader_election_on_exit);
     }
 

@@ -18,11 +18,13 @@ use sidecar_runtime::flags::{FeatureGates, Removed, ValueError, removed};
 
 /// `--feature-gates` name of volume group snapshots.
 pub const CSI_VOLUME_GROUP_SNAPSHOT: &str = "CSIVolumeGroupSnapshot";
-/// Its default in the newest upstream release, v8.6.0, where the gate is Beta. (Upstream's unreleased master makes it
-/// GA and on by default.)
-pub const CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT: bool = false;
+/// Its default: on, since external-snapshotter v8.7.0 made the gate GA (#1475). `=false` still turns group snapshots
+/// off, as upstream's does until it removes the gate.
+pub const CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT: bool = true;
 /// The gates both binaries know.
 pub const KNOWN_GATES: [&str; 2] = [CSI_VOLUME_GROUP_SNAPSHOT, sidecar_runtime::RELEASE_LEADER_ELECTION_ON_EXIT];
+/// The GA gates among them: setting one is warned about, as upstream's component-base does.
+pub const GA_GATES: [&str; 1] = [CSI_VOLUME_GROUP_SNAPSHOT];
 
 /// The feature gates of both binaries, after defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,15 +89,12 @@ mod tests {
             |group, release| Ok(Features { volume_group_snapshot: group, release_leader_election_on_exit: release });
         // (rule, --feature-gates, features)
         let table = [
-            ("defaults: v8.6.0's", "", features(CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT, false)),
+            ("defaults: v8.7.0's, group snapshots on", "", features(true, false)),
             ("group snapshots on", "CSIVolumeGroupSnapshot=true", features(true, false)),
             ("group snapshots off", "CSIVolumeGroupSnapshot=false", features(false, false)),
-            (
-                "release the Lease on exit",
-                "ReleaseLeaderElectionOnExit=true",
-                features(CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT, true),
-            ),
+            ("release the Lease on exit", "ReleaseLeaderElectionOnExit=true", features(true, true)),
             ("an unknown gate", "Topology=true", Err(ValueError::UnknownGate("Topology".into()))),
+            ("a Kubernetes-wide gate", "WatchList=false", features(true, false)),
         ];
         for (rule, text, want) in table {
             assert_eq!(Features::from_gates(&gates(text)), want, "{rule}");

@@ -94,7 +94,6 @@ mod tests {
     use sidecar_runtime::flags::ValueError;
 
     use super::*;
-    use crate::flags::CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT;
 
     fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
         crate::flags::parse_as("csi-snapshotter", argv)
@@ -117,7 +116,7 @@ mod tests {
         assert_eq!(args.retry.retry_interval_max, Duration::from_secs(300));
         assert_eq!((args.common.kube_api_qps, args.common.kube_api_burst), (5.0, 10));
         let features = args.validate().unwrap();
-        assert_eq!(features.volume_group_snapshot, CSI_VOLUME_GROUP_SNAPSHOT_DEFAULT);
+        assert!(features.volume_group_snapshot, "group snapshots are on by default since v8.7.0");
         assert!(!features.release_leader_election_on_exit);
         assert_eq!(args.snapshotter("d", false), Snapshotter::new("d"));
     }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, SNAPSHOT_METHODS};
 use csi_sidecars_e2e::chaos::invariants::unsettled;
 use csi_sidecars_e2e::chaos::sizes::{Sizes, picked};
-use csi_sidecars_e2e::group_world::GATE;
+use csi_sidecars_e2e::group_world::GATE_OFF;
 use csi_sidecars_e2e::{Sidecar, install_snapshot_crds};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::{DeleteParams, PostParams};
@@ -40,14 +40,14 @@ pub struct Snapshotting {
 
 impl Snapshotting {
     /// Installs the snapshot CRDs and starts snapshot-controller (group snapshots on when `groups`) and
-    /// csi-snapshotter.
+    /// csi-snapshotter (its groups off: csi-group-snapshotter serves them).
     pub async fn start(world: &mut World, groups: bool) -> anyhow::Result<Snapshotting> {
         install_snapshot_crds(&world.client).await;
         let class = driver_class::<VolumeSnapshotClass>(world).await?;
-        let gate: &[&str] = if groups { &[GATE] } else { &[] };
+        let gate: &[&str] = if groups { &[] } else { &[GATE_OFF] };
         let controllers =
             Replicas::start_controller(world, "snapshot-controller", Sidecar::SnapshotController, gate).await;
-        let snapshotters = Replicas::start(world, "csi-snapshotter", Sidecar::Snapshotter, &[]).await;
+        let snapshotters = Replicas::start(world, "csi-snapshotter", Sidecar::Snapshotter, &[GATE_OFF]).await;
         Ok(Snapshotting { class, controllers, snapshotters, survivors: BTreeSet::new() })
     }
 

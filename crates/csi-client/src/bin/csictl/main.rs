@@ -98,6 +98,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                     name,
                     secrets: requests::secrets(secrets),
                     parameters: params.into_iter().collect(),
+                    accessibility_requirements: None,
                 })
                 .await?;
             out.snapshot(&response.snapshot.unwrap_or_default())

@@ -32,6 +32,7 @@ fn snapshot_json(snapshot: &proto::Snapshot) -> Value {
         "ready_to_use": snapshot.ready_to_use,
         "creation_time": snapshot.creation_time.as_ref().map(|t| t.to_string()),
         "group_snapshot_id": snapshot.group_snapshot_id,
+        "accessible_topology": snapshot.accessible_topology.iter().map(|t| &t.segments).collect::<Vec<_>>(),
     })
 }
 

@@ -5,7 +5,7 @@
 //! again with backoff until the group and every member are ready, and on deletion calls DeleteVolumeGroupSnapshot
 //! with every member's snapshot id before releasing the content.
 //!
-//! Run inside csi-snapshotter with `--feature-gates=CSIVolumeGroupSnapshot=true`, or alone as csi-group-snapshotter.
+//! Run inside csi-snapshotter while `CSIVolumeGroupSnapshot` is on (its default), or alone as csi-group-snapshotter.
 //!
 //! - `stores`: the two caches, and the watch handler that queues every change of a content.
 //! - `sync`: the worker entry `sync::sync`: one content of this driver per run.
@@ -82,4 +82,16 @@ impl Controller {
             .serve(&stop)
             .await;
     }
+}
+
+/// Whether the API server serves the two group kinds csi-snapshotter's group loop reads (one-item lists of
+/// VolumeGroupSnapshotContents and VolumeGroupSnapshotClasses, as external-snapshotter cmd/csi-snapshotter/main.go,
+/// ensureVolumeGroupSnapshotCRDsExist, asks; upstream's role grants nothing on VolumeGroupSnapshots).
+pub async fn crds_served(client: &kube::Client) -> Result<(), kube::Error> {
+    use kube::api::{Api, ListParams};
+    use snapshot_api::{VolumeGroupSnapshotClass, VolumeGroupSnapshotContent};
+    let one = ListParams::default().limit(1);
+    Api::<VolumeGroupSnapshotContent>::all(client.clone()).list_metadata(&one).await?;
+    Api::<VolumeGroupSnapshotClass>::all(client.clone()).list_metadata(&one).await?;
+    Ok(())
 }

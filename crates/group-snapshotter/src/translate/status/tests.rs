@@ -20,6 +20,7 @@ fn csi_snapshot(volume: &str, ready: bool, size: i64, created: Option<i64>) -> p
         creation_time: created.map(at),
         ready_to_use: ready,
         group_snapshot_id: "gs".into(),
+        accessible_topology: Vec::new(),
     }
 }
 

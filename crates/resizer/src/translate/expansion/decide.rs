@@ -1,6 +1,6 @@
 //! Which claims need expanding, and to what size (external-resizer pkg/controller/controller.go, syncPVC, and
-//! pkg/controller/expand_and_recover.go, expandAndRecover; pkg/controller/controller.go, resizePVC, for the legacy
-//! rules).
+//! pkg/controller/expand_and_recover.go, expandAndRecover). Recovery from a failed expansion is always on: external-resizer
+//! v2.3.0 removed the RecoverVolumeExpansionFailure gate and the rules it switched off.
 //!
 //! One call of [`decide_expansion`] per sync of a claim; [`super::steps::decision_steps`] turns the decision into the
 //! steps the controller carries out, in order:
@@ -38,9 +38,6 @@ use sidecar_runtime::PlannedEvent;
 pub struct ExpansionConfig {
     pub driver_name: String,
     pub expander: Expander,
-    /// Feature gate RecoverVolumeExpansionFailure (default on). Off selects the legacy rules: conditions only, no
-    /// `allocatedResources` nor resize status.
-    pub recover_volume_expansion_failure: bool,
     /// Feature gate AnnotateFsResize (default on).
     pub annotate_fs_resize: bool,
     /// `--handle-volume-inuse-error` (default true).
@@ -110,7 +107,7 @@ pub enum Skip {
     /// The controller step is done; kubelet finishes.
     NodeExpansionPending,
     /// The PV is already large enough and FileSystemResizePending is set (a claim written by an API server without
-    /// resize statuses, or the legacy rules).
+    /// resize statuses).
     AlreadyExpanded,
     /// A size that does not parse.
     InvalidSize { field: &'static str, value: String },
@@ -121,8 +118,8 @@ pub enum Skip {
 pub struct ExpandPlan {
     /// The size to ask for (`capacity_range.required_bytes`).
     pub target: Size,
-    /// Written first: Resizing, and with RecoverVolumeExpansionFailure `allocatedResources` and
-    /// ControllerResizeInProgress, and the node-expansion-not-required annotation removed. Carries the resourceVersion.
+    /// Written first: Resizing, `allocatedResources` and ControllerResizeInProgress, and the
+    /// node-expansion-not-required annotation removed. Carries the resourceVersion.
     pub mark: ClaimStatusPatch,
     /// The driver expands only offline and a pod uses the claim: record this warning and requeue with backoff, without
     /// calling the driver.
@@ -183,7 +180,7 @@ pub enum Target {
 pub const OLD_API_SERVER_WARNING: &str =
     "external-resizer may be running with older version of kubernetes api-server, please upgrade to k8s version 1.32";
 
-/// The size to expand to, with RecoverVolumeExpansionFailure (external-resizer pkg/controller/expand_and_recover.go,
+/// The size to expand to (external-resizer pkg/controller/expand_and_recover.go,
 /// expandAndRecover). `status` is R, "" when unset.
 pub fn expansion_target(
     sizes: &ClaimSizes,
@@ -295,28 +292,6 @@ fn expansion_action(
     let call_driver = config.expander.expands_in_controller();
     let file_system_resize_pending = has_true_condition(claim, CONDITION_FILE_SYSTEM_RESIZE_PENDING);
     let version = claim.metadata.resource_version.clone();
-
-    if !config.recover_volume_expansion_failure {
-        // Legacy rules: expand to the request unless the PV is large enough and the node step is already pending.
-        if sizes.volume.bytes >= sizes.requested.bytes && file_system_resize_pending {
-            return skip(Skip::AlreadyExpanded);
-        }
-        let resizing_condition = resize_condition(CONDITION_RESIZING, None, now);
-        let mark = ClaimStatusPatch {
-            resource_version: version,
-            conditions: merge_resize_conditions(conditions(claim), vec![resizing_condition], false),
-            ..Default::default()
-        };
-        return Ok(ExpandPlan {
-            target: sizes.requested.clone(),
-            mark,
-            in_use,
-            before_call,
-            resizing,
-            call_driver,
-            origin,
-        });
-    }
 
     let status = resize_status(claim);
     if status == CONTROLLER_RESIZE_INFEASIBLE {

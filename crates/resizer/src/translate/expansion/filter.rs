@@ -9,20 +9,13 @@ use crate::translate::names::ANN_STORAGE_RESIZER;
 use sidecar_runtime::quantity::quantity_bytes;
 
 /// Whether an update of a claim queues it for expansion.
-pub fn claim_update_needs_sync(
-    old: &PersistentVolumeClaim,
-    new: &PersistentVolumeClaim,
-    recover_volume_expansion_failure: bool,
-) -> bool {
-    let old_request = bytes(requested_size(old));
-    let new_request = bytes(requested_size(new));
-    let request_changed =
-        if recover_volume_expansion_failure { new_request != old_request } else { new_request > old_request };
-    request_changed
+/// A smaller request counts too: lowering it is how a user recovers from a failed expansion.
+pub fn claim_update_needs_sync(old: &PersistentVolumeClaim, new: &PersistentVolumeClaim) -> bool {
+    bytes(requested_size(new)) != bytes(requested_size(old))
         || annotation(old, ANN_STORAGE_RESIZER) != annotation(new, ANN_STORAGE_RESIZER)
         || old.metadata.resource_version == new.metadata.resource_version
         || bytes(status_capacity(new)) > bytes(status_capacity(old))
-        || (recover_volume_expansion_failure && resize_status(old) != resize_status(new))
+        || resize_status(old) != resize_status(new)
 }
 
 /// A missing or unreadable size reads as zero, as Go's map lookup of a `Quantity` does.
@@ -71,21 +64,19 @@ mod tests {
     #[test]
     fn updates_that_queue_a_claim() {
         let base = claim("1", "1Gi", "1Gi", "", None);
-        // (rule, new claim, gate on, queued)
+        // (rule, new claim, queued)
         let table = [
-            ("request grew", claim("2", "2Gi", "1Gi", "", None), false, true),
-            ("request shrank, gate off: ignored", claim("2", "512Mi", "1Gi", "", None), false, false),
-            ("request shrank, gate on: queued", claim("2", "512Mi", "1Gi", "", None), true, true),
-            ("resizer annotation changed", claim("2", "1Gi", "1Gi", "", Some("ebs.csi.aws.com")), false, true),
-            ("resync (same resourceVersion)", claim("1", "1Gi", "1Gi", "", None), false, true),
-            ("capacity grew", claim("2", "1Gi", "2Gi", "", None), false, true),
-            ("capacity shrank: ignored", claim("2", "1Gi", "512Mi", "", None), false, false),
-            ("resize status changed, gate on", claim("2", "1Gi", "1Gi", "NodeResizePending", None), true, true),
-            ("resize status changed, gate off", claim("2", "1Gi", "1Gi", "NodeResizePending", None), false, false),
-            ("any other change is ignored", claim("2", "1Gi", "1Gi", "", None), true, false),
+            ("request grew", claim("2", "2Gi", "1Gi", "", None), true),
+            ("request shrank (recovery from a failed expansion)", claim("2", "512Mi", "1Gi", "", None), true),
+            ("resizer annotation changed", claim("2", "1Gi", "1Gi", "", Some("ebs.csi.aws.com")), true),
+            ("resync (same resourceVersion)", claim("1", "1Gi", "1Gi", "", None), true),
+            ("capacity grew", claim("2", "1Gi", "2Gi", "", None), true),
+            ("capacity shrank: ignored", claim("2", "1Gi", "512Mi", "", None), false),
+            ("resize status changed", claim("2", "1Gi", "1Gi", "NodeResizePending", None), true),
+            ("any other change is ignored", claim("2", "1Gi", "1Gi", "", None), false),
         ];
-        for (rule, new, gate, want) in table {
-            assert_eq!(claim_update_needs_sync(&base, &new, gate), want, "{rule}");
+        for (rule, new, want) in table {
+            assert_eq!(claim_update_needs_sync(&base, &new), want, "{rule}");
         }
     }
 }

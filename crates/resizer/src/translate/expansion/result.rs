@@ -1,6 +1,5 @@
-//! What an expansion attempt writes back (external-resizer pkg/controller/expand_and_recover.go, callResizeOnPlugin,
-//! and pkg/controller/controller.go, resizePVC, for the legacy rules): the PV's capacity, the claim's status, the
-//! annotations, the event, and the controller's memory of the claim.
+//! What an expansion attempt writes back (external-resizer pkg/controller/expand_and_recover.go, callResizeOnPlugin):
+//! the PV's capacity, the claim's status, the annotations, the event, and the controller's memory of the claim.
 //!
 //! On success the controller writes `volume_patch` first, then `claim_patch`, then records `event`
 //! ([`super::steps::outcome_steps`]). If a write fails, it records [`resize_failed_event`] with the write error instead
@@ -88,7 +87,6 @@ fn expansion_succeeded(
     expanded: ExpandedVolume,
     now: &Time,
 ) -> ExpansionOutcome {
-    let recover = config.recover_volume_expansion_failure;
     let mut volume_patch = VolumePatch { capacity: Some(expanded.capacity.quantity.clone()), ..Default::default() };
     if expanded.node_expansion_required
         && config.annotate_fs_resize
@@ -101,18 +99,16 @@ fn expansion_succeeded(
         ClaimStatusPatch { resource_version: claim.metadata.resource_version.clone(), ..Default::default() };
     let event = if expanded.node_expansion_required {
         // The node step remains: FileSystemResizePending, capacity untouched (kubelet updates it). The other resize
-        // conditions are kept, except by the legacy rules, which drop them.
+        // conditions are kept.
         let pending = resize_condition(
             CONDITION_FILE_SYSTEM_RESIZE_PENDING,
             Some("Waiting for user to (re-)start a pod to finish file system resize of volume on node.".to_string()),
             now,
         );
-        claim_patch.conditions = merge_resize_conditions(conditions(claim), vec![pending], recover);
-        if recover {
-            claim_patch.allocated_resource_status = Some(StorageStatusChange::Set(NODE_RESIZE_PENDING));
-            if annotation(claim, ANN_NODE_EXPANSION_NOT_REQUIRED).is_some() {
-                claim_patch.annotations.insert(ANN_NODE_EXPANSION_NOT_REQUIRED.to_string(), None);
-            }
+        claim_patch.conditions = merge_resize_conditions(conditions(claim), vec![pending], true);
+        claim_patch.allocated_resource_status = Some(StorageStatusChange::Set(NODE_RESIZE_PENDING));
+        if annotation(claim, ANN_NODE_EXPANSION_NOT_REQUIRED).is_some() {
+            claim_patch.annotations.insert(ANN_NODE_EXPANSION_NOT_REQUIRED.to_string(), None);
         }
         PlannedEvent::normal(EVENT_FILE_SYSTEM_RESIZE_REQUIRED, "Require file system resize of volume on node")
     } else {
@@ -120,21 +116,16 @@ fn expansion_succeeded(
         // node step.
         claim_patch.capacity = Some(expanded.capacity.quantity.clone());
         claim_patch.conditions = remove_conditions(conditions(claim), &RESIZE_CONDITIONS);
-        if recover {
-            if !resize_status(claim).is_empty() {
-                claim_patch.allocated_resource_status = Some(StorageStatusChange::Remove);
-            }
-            if annotation(claim, ANN_NODE_EXPANSION_NOT_REQUIRED).is_none() {
-                claim_patch.annotations.insert(ANN_NODE_EXPANSION_NOT_REQUIRED.to_string(), Some("true".to_string()));
-            }
+        if !resize_status(claim).is_empty() {
+            claim_patch.allocated_resource_status = Some(StorageStatusChange::Remove);
+        }
+        if annotation(claim, ANN_NODE_EXPANSION_NOT_REQUIRED).is_none() {
+            claim_patch.annotations.insert(ANN_NODE_EXPANSION_NOT_REQUIRED.to_string(), Some("true".to_string()));
         }
         PlannedEvent::normal(EVENT_VOLUME_RESIZE_SUCCESSFUL, "Resize volume succeeded")
     };
-    let memory = if recover {
-        ExpansionMemoryChange { slow_set: SetChange::Remove, final_errors: SetChange::Remove, ..Default::default() }
-    } else {
-        ExpansionMemoryChange::default()
-    };
+    let memory =
+        ExpansionMemoryChange { slow_set: SetChange::Remove, final_errors: SetChange::Remove, ..Default::default() };
     ExpansionOutcome { volume_patch: Some(volume_patch), claim_patch: Some(claim_patch), event, memory, failed: false }
 }
 
@@ -152,32 +143,27 @@ fn expansion_failed(
         memory.in_use_errors = SetChange::Insert;
     }
     let mut claim_patch = None;
-    if config.recover_volume_expansion_failure {
-        if failure.is_final(Call::ControllerExpandVolume) {
-            // A final error (remembered, so the user may shrink the request): ControllerResizeError, and
-            // ControllerResizeInfeasible when infeasible; written without a resourceVersion, so a slightly stale claim
-            // still records the failure.
-            memory.final_errors = SetChange::Insert;
-            let error = resize_condition(
-                CONDITION_CONTROLLER_RESIZE_ERROR,
-                Some(format!("failed to expand pvc with {text}")),
-                now,
-            );
-            let mut patch = ClaimStatusPatch {
-                conditions: merge_resize_conditions(conditions(claim), vec![error], true),
-                ..Default::default()
-            };
-            if failure.disposition(Call::ControllerExpandVolume) == Some(Disposition::Infeasible) {
-                patch.allocated_resource_status = Some(StorageStatusChange::Set(CONTROLLER_RESIZE_INFEASIBLE));
-            } else {
-                memory.slow_set = SetChange::Remove;
-            }
-            claim_patch = Some(patch);
+    if failure.is_final(Call::ControllerExpandVolume) {
+        // A final error (remembered, so the user may shrink the request): ControllerResizeError, and
+        // ControllerResizeInfeasible when infeasible; written without a resourceVersion, so a slightly stale claim
+        // still records the failure.
+        memory.final_errors = SetChange::Insert;
+        let error =
+            resize_condition(CONDITION_CONTROLLER_RESIZE_ERROR, Some(format!("failed to expand pvc with {text}")), now);
+        let mut patch = ClaimStatusPatch {
+            conditions: merge_resize_conditions(conditions(claim), vec![error], true),
+            ..Default::default()
+        };
+        if failure.disposition(Call::ControllerExpandVolume) == Some(Disposition::Infeasible) {
+            patch.allocated_resource_status = Some(StorageStatusChange::Set(CONTROLLER_RESIZE_INFEASIBLE));
         } else {
-            // Not final: the driver may still be working, so the same size is retried.
             memory.slow_set = SetChange::Remove;
-            memory.final_errors = SetChange::Remove;
         }
+        claim_patch = Some(patch);
+    } else {
+        // Not final: the driver may still be working, so the same size is retried.
+        memory.slow_set = SetChange::Remove;
+        memory.final_errors = SetChange::Remove;
     }
     let message = resize_failed_message(volume_name(volume), &config.driver_name, &text);
     ExpansionOutcome { volume_patch: None, claim_patch, event: resize_failed_event(message), memory, failed: true }

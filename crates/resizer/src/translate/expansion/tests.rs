@@ -28,7 +28,7 @@ use crate::translate::memory::SetChange;
 use crate::translate::patch::{ClaimStatusPatch, ConditionChange, StorageStatusChange, VolumePatch};
 use crate::translate::quantity::Size;
 use crate::translate::steps::outline;
-use sidecar_runtime::events::{EventType, PlannedEvent};
+use sidecar_runtime::events::PlannedEvent;
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
 const NOT_REQUIRED: &str = "volume.kubernetes.io/node-expansion-not-required";
@@ -123,14 +123,9 @@ fn config() -> ExpansionConfig {
     ExpansionConfig {
         driver_name: DRIVER.into(),
         expander: Expander::Controller { single_node_multi_writer: false },
-        recover_volume_expansion_failure: true,
         annotate_fs_resize: true,
         handle_volume_inuse_error: true,
     }
-}
-
-fn legacy() -> ExpansionConfig {
-    ExpansionConfig { recover_volume_expansion_failure: false, ..config() }
 }
 
 fn node_only() -> ExpansionConfig {
@@ -597,11 +592,9 @@ fn sync_preconditions() {
         ),
     ];
     for (rule, claim, volume, want) in table {
-        for config in [config(), legacy()] {
-            let decision = decide_expansion(&claim, &volume, &config, &ExpansionMemory::default(), &now());
-            assert_eq!(decision.action, ExpansionAction::Skip(want.clone()), "{rule}");
-            assert_eq!(decision.memory, ExpansionMemoryChange::default(), "{rule}");
-        }
+        let decision = decide_expansion(&claim, &volume, &config(), &ExpansionMemory::default(), &now());
+        assert_eq!(decision.action, ExpansionAction::Skip(want.clone()), "{rule}");
+        assert_eq!(decision.memory, ExpansionMemoryChange::default(), "{rule}");
     }
 }
 
@@ -818,61 +811,13 @@ fn offline_expansion_gate() {
     ];
     for (rule, handle, in_use_error, used_by_pod, want) in table {
         let config = ExpansionConfig { handle_volume_inuse_error: handle, ..config() };
-        for config in [config.clone(), ExpansionConfig { recover_volume_expansion_failure: false, ..config }] {
-            let memory = ExpansionMemory { in_use_error, used_by_pod, ..Default::default() };
-            let decision = decide_expansion(&claim("2Gi", "1Gi", None, ""), &volume("1Gi"), &config, &memory, &now());
-            let plan = plan(&decision);
-            assert_eq!(plan.in_use, want.then(|| blocked.clone()), "{rule}");
-            let forget = if want { SetChange::Keep } else { SetChange::Remove };
-            assert_eq!(plan.before_call.in_use_errors, forget, "{rule}: the in-use error is forgotten before a call");
-        }
+        let memory = ExpansionMemory { in_use_error, used_by_pod, ..Default::default() };
+        let decision = decide_expansion(&claim("2Gi", "1Gi", None, ""), &volume("1Gi"), &config, &memory, &now());
+        let plan = plan(&decision);
+        assert_eq!(plan.in_use, want.then(|| blocked.clone()), "{rule}");
+        let forget = if want { SetChange::Keep } else { SetChange::Remove };
+        assert_eq!(plan.before_call.in_use_errors, forget, "{rule}: the in-use error is forgotten before a call");
     }
-}
-
-#[test]
-fn legacy_rules() {
-    let resizing = ConditionChange::Set(PersistentVolumeClaimCondition {
-        type_: "Resizing".into(),
-        status: "True".into(),
-        last_transition_time: Some(now()),
-        ..Default::default()
-    });
-    // (rule, claim, PV, target or skip)
-    let table = [
-        (
-            "PV smaller than the request → expand to S",
-            claim("2Gi", "1Gi", Some("5Gi"), "ControllerResizeInProgress"),
-            "1Gi",
-            Ok("2Gi"),
-        ),
-        ("PV large enough, no FileSystemResizePending → expand again", claim("2Gi", "1Gi", None, ""), "2Gi", Ok("2Gi")),
-        (
-            "PV large enough, FileSystemResizePending → nothing",
-            with_conditions(claim("2Gi", "1Gi", None, ""), &["FileSystemResizePending"]),
-            "2Gi",
-            Err(Skip::AlreadyExpanded),
-        ),
-    ];
-    for (rule, claim, capacity, want) in table {
-        let decision = decide_expansion(&claim, &volume(capacity), &legacy(), &ExpansionMemory::default(), &now());
-        match (&decision.action, want) {
-            (ExpansionAction::Expand(plan), Ok(target)) => assert_eq!(plan.target, size(target), "{rule}"),
-            (ExpansionAction::Skip(skip), Err(want)) => assert_eq!(skip, &want, "{rule}"),
-            (other, want) => panic!("{rule}: {other:?}, wanted {want:?}"),
-        }
-        assert_eq!(decision.memory, ExpansionMemoryChange::default(), "{rule}: no slow set in the legacy rules");
-    }
-    let claim = with_conditions(claim("2Gi", "1Gi", None, ""), &["ControllerResizeError"]);
-    let decision = decide_expansion(&claim, &volume("1Gi"), &legacy(), &ExpansionMemory::default(), &now());
-    assert_eq!(
-        plan(&decision).mark,
-        ClaimStatusPatch {
-            resource_version: Some("7".into()),
-            conditions: vec![ConditionChange::Remove("ControllerResizeError".into()), resizing],
-            ..Default::default()
-        },
-        "Resizing replaces the other resize conditions; no allocatedResources"
-    );
 }
 
 #[test]
@@ -976,18 +921,6 @@ fn failed_expansions() {
             }
         }
     }
-    let legacy_outcome =
-        expansion_outcome(&claim, &volume("1Gi"), &legacy(), Err(error(Code::InvalidArgument)), &now());
-    assert_eq!(legacy_outcome.claim_patch, None, "the legacy rules write no status on failure");
-    assert_eq!(legacy_outcome.memory, ExpansionMemoryChange::default(), "the legacy rules remember no final error");
-    assert_eq!(legacy_outcome.event.reason, "VolumeResizeFailed", "the legacy rules record the failure too");
-    assert_eq!(
-        expansion_outcome(&claim, &volume("1Gi"), &legacy(), Err(error(Code::FailedPrecondition)), &now())
-            .memory
-            .in_use_errors,
-        SetChange::Insert,
-        "in-use errors are remembered in the legacy rules too"
-    );
 }
 
 #[test]
@@ -1090,28 +1023,6 @@ fn successful_expansions() {
         ExpandedVolume { capacity: size("5G"), node_expansion_required: true },
         "a node-only driver: the PV takes the target, kubelet expands"
     );
-
-    // Legacy rules, success.
-    let outcome = expansion_outcome(&in_progress, &volume("1Gi"), &legacy(), Ok(answer(2 << 30, true)), &now());
-    assert_eq!(
-        outcome.claim_patch,
-        Some(ClaimStatusPatch {
-            resource_version: Some("7".into()),
-            conditions: vec![ConditionChange::Remove("Resizing".into()), ConditionChange::Set(pending_condition)],
-            ..Default::default()
-        }),
-        "FileSystemResizePending replaces the resize conditions; no status, no annotation"
-    );
-    assert_eq!(outcome.memory, ExpansionMemoryChange::default(), "the legacy rules keep no slow set nor final errors");
-    let outcome = expansion_outcome(&in_progress, &volume("1Gi"), &legacy(), Ok(answer(2 << 30, false)), &now());
-    let patch = outcome.claim_patch.unwrap();
-    assert_eq!(patch.capacity, Some(q("2Gi")), "legacy: the capacity is written");
-    assert_eq!(patch.conditions, vec![ConditionChange::Remove("Resizing".into())], "legacy: the conditions cleared");
-    assert!(
-        patch.annotations.is_empty() && patch.allocated_resource_status.is_none(),
-        "legacy: no annotation, no status"
-    );
-    assert_eq!(outcome.event.event_type, EventType::Normal);
 }
 
 #[test]

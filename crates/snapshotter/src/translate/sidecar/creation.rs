@@ -90,7 +90,14 @@ pub fn create_plan(
     Ok(CreatePlan {
         mark_being_created,
         call: CreateSnapshotCall {
-            request: CreateSnapshotRequest { source_volume_id, name, secrets: HashMap::new(), parameters },
+            request: CreateSnapshotRequest {
+                source_volume_id,
+                name,
+                secrets: HashMap::new(),
+                parameters,
+                // CSI v1.13's alpha snapshot topology: VolumeSnapshot has no field for it, so none is asked for.
+                accessibility_requirements: None,
+            },
             secret: deletion_secret(content),
         },
     })
@@ -203,6 +210,7 @@ mod tests {
             name: name.into(),
             secrets: HashMap::new(),
             parameters: parameters.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            accessibility_requirements: None,
         };
         let plan = |mark: Option<ContentPatch>, request: CreateSnapshotRequest, secret: Option<SecretRef>| {
             Ok(CreatePlan { mark_being_created: mark, call: CreateSnapshotCall { request, secret } })

@@ -189,6 +189,7 @@ mod tests {
             creation_time: time,
             ready_to_use: true,
             group_snapshot_id: String::new(),
+            accessible_topology: Vec::new(),
         };
         // (rule, timestamp, creation time in ns)
         let table = [

@@ -8,7 +8,9 @@
 //! no finalizer left on a claim, and the driver must hold no snapshot.
 //!
 //! `E2E_MASS_UPSTREAM=1` runs upstream's snapshot-controller and csi-snapshotter (`e2e/tools.sh`, the bench's
-//! release line) in place of ours, to see what upstream does with the same sequence.
+//! release line) in place of ours, to see what upstream does with the same sequence. Upstream v8.7.0 passes too
+//! (2026-11-27): the throttled annotation alone does not make it leak here, so this test guards ours without
+//! reproducing the upstream report.
 //!
 //! The only test of its binary: snapshot-controller watches every namespace.
 

@@ -2,14 +2,16 @@
 //!
 //! - a leaked volume is a backend volume that no PV names;
 //! - a leaked snapshot is a backend group snapshot that no VolumeGroupSnapshotContent names, a backend snapshot that
-//!   no VolumeSnapshotContent names and that is no member of such a live group, or a VolumeGroupSnapshot the run
-//!   deleted that is still there (its storage is never freed);
+//!   no VolumeSnapshotContent names and that is no member of such a live group, or a VolumeSnapshot or
+//!   VolumeGroupSnapshot the run deleted that is still there (its storage is never freed);
 //! - an orphan PV has no live claim, and is not a PV that its Retain policy keeps as Released;
 //! - a lost claim is a claim the run did not delete that is missing or not Bound;
 //! - a lost change is a requested size or VolumeAttributesClass the claim's status does not show, or a requested
 //!   snapshot that is not there to use: a VolumeSnapshot the run did not delete that is missing or not readyToUse, a
 //!   VolumeGroupSnapshot the run did not delete that is missing or not readyToUse, or lacks a ready member
-//!   VolumeSnapshot for one of its claims.
+//!   VolumeSnapshot for one of its claims;
+//! - a stale journal entry is an entry of csi-provisioner's in-flight journal (an annotation of a Lease) once
+//!   everything is quiet: every claim is Bound or gone then, so the entry should be too, even when nothing leaked.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -83,9 +85,13 @@ pub struct Observation {
     pub surviving_groups: BTreeMap<String, usize>,
     /// Names of the VolumeGroupSnapshots the run deleted.
     pub deleted_groups: BTreeSet<String>,
+    /// Names of the VolumeSnapshots the run deleted.
+    pub deleted_snapshots: BTreeSet<String>,
+    /// The in-flight journals' entries, as `<Lease>/<claim UID>`.
+    pub journal_entries: Vec<String>,
 }
 
-/// The five counts of the last line.
+/// The counts of the last line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Tally {
     pub leaked_volumes: usize,
@@ -93,6 +99,7 @@ pub struct Tally {
     pub orphan_pvs: usize,
     pub lost_claims: usize,
     pub lost_changes: usize,
+    pub stale_journal_entries: usize,
 }
 
 impl Tally {
@@ -105,8 +112,14 @@ impl fmt::Display for Tally {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "leaked volumes: {}, leaked snapshots: {}, orphan PVs: {}, lost claims: {}, lost changes: {}",
-            self.leaked_volumes, self.leaked_snapshots, self.orphan_pvs, self.lost_claims, self.lost_changes
+            "leaked volumes: {}, leaked snapshots: {}, orphan PVs: {}, lost claims: {}, lost changes: {}, \
+             stale journal entries: {}",
+            self.leaked_volumes,
+            self.leaked_snapshots,
+            self.orphan_pvs,
+            self.lost_claims,
+            self.lost_changes,
+            self.stale_journal_entries
         )
     }
 }
@@ -119,6 +132,7 @@ pub struct Findings {
     pub orphan_pvs: Vec<String>,
     pub lost_claims: Vec<String>,
     pub lost_changes: Vec<String>,
+    pub stale_journal_entries: Vec<String>,
 }
 
 impl Findings {
@@ -129,6 +143,7 @@ impl Findings {
             orphan_pvs: self.orphan_pvs.len(),
             lost_claims: self.lost_claims.len(),
             lost_changes: self.lost_changes.len(),
+            stale_journal_entries: self.stale_journal_entries.len(),
         }
     }
 }
@@ -160,11 +175,12 @@ impl Observation {
             .map(|(name, _)| name.clone())
             .collect();
         lost_changes.extend(self.lost_snapshots());
-        Findings { leaked_volumes, leaked_snapshots, orphan_pvs, lost_claims, lost_changes }
+        let stale_journal_entries = self.journal_entries.clone();
+        Findings { leaked_volumes, leaked_snapshots, orphan_pvs, lost_claims, lost_changes, stale_journal_entries }
     }
 
     /// Backend group snapshots without a content, backend snapshots without a content outside a live group, and
-    /// group snapshots the run deleted that stay.
+    /// snapshots and group snapshots the run deleted that stay.
     fn leaked_snapshots(&self) -> Vec<String> {
         let live_groups: Vec<&String> =
             self.backend_groups.keys().filter(|g| self.group_handles.contains(*g)).collect();
@@ -181,7 +197,12 @@ impl Observation {
             .iter()
             .filter(|g| self.deleted_groups.contains(&g.name))
             .map(|g| format!("VolumeGroupSnapshot {} (deleted)", g.name));
-        groups.chain(snapshots).chain(lingering).collect()
+        let lingering_snapshots = self
+            .snapshots
+            .iter()
+            .filter(|s| self.deleted_snapshots.contains(&s.name))
+            .map(|s| format!("VolumeSnapshot {} (deleted)", s.name));
+        groups.chain(snapshots).chain(lingering).chain(lingering_snapshots).collect()
     }
 
     /// Surviving VolumeSnapshots not ready, and surviving VolumeGroupSnapshots not ready or short of ready members.
@@ -316,6 +337,8 @@ mod tests {
             surviving_snapshots: set(&["s"]),
             surviving_groups: BTreeMap::from([("g".to_string(), 2)]),
             deleted_groups: set(&["gone"]),
+            deleted_snapshots: set(&["gone-s"]),
+            journal_entries: Vec::new(),
         }
     }
 
@@ -464,9 +487,19 @@ mod tests {
                 Tally { lost_changes: 1, ..Tally::default() },
             ),
             (
-                "a snapshot the run deleted may be anything",
-                |o| o.snapshots.push(view("deleted", "u-d", false, None)),
+                "a snapshot the run neither kept nor deleted may be anything",
+                |o| o.snapshots.push(view("other", "u-o", false, None)),
                 Tally::default(),
+            ),
+            (
+                "a snapshot the run deleted still there",
+                |o| o.snapshots.push(view("gone-s", "u-gs", true, None)),
+                Tally { leaked_snapshots: 1, ..Tally::default() },
+            ),
+            (
+                "an in-flight journal entry once quiet",
+                |o| o.journal_entries.push("driver-in-flight/u-a".into()),
+                Tally { stale_journal_entries: 1, ..Tally::default() },
             ),
             ("surviving group not ready", |o| o.groups[0].ready = false, Tally { lost_changes: 1, ..Tally::default() }),
             (
@@ -511,19 +544,29 @@ mod tests {
         observation.claims[0].bound = false;
         observation.group_handles.clear();
         observation.groups[0].ready = false;
+        observation.journal_entries.push("driver-in-flight/u-b".into());
         let findings = observation.findings();
         assert_eq!(findings.leaked_volumes, ["vol-x"]);
         assert_eq!(findings.leaked_snapshots, ["group gs-1"]);
         assert_eq!(findings.lost_claims, ["a"]);
         assert_eq!(findings.lost_changes, ["VolumeGroupSnapshot g"]);
+        assert_eq!(findings.stale_journal_entries, ["driver-in-flight/u-b"]);
     }
 
     #[test]
     fn last_lines_read_as_the_issue_asks() {
-        let tally = Tally { leaked_volumes: 1, leaked_snapshots: 2, orphan_pvs: 3, lost_claims: 4, lost_changes: 5 };
+        let tally = Tally {
+            leaked_volumes: 1,
+            leaked_snapshots: 2,
+            orphan_pvs: 3,
+            lost_claims: 4,
+            lost_changes: 5,
+            stale_journal_entries: 6,
+        };
         assert_eq!(
             tally.to_string(),
-            "leaked volumes: 1, leaked snapshots: 2, orphan PVs: 3, lost claims: 4, lost changes: 5"
+            "leaked volumes: 1, leaked snapshots: 2, orphan PVs: 3, lost claims: 4, lost changes: 5, \
+             stale journal entries: 6"
         );
         assert!(!tally.clean());
         assert!(Tally::default().clean());

@@ -29,8 +29,12 @@ impl Phase {
 pub struct Sizes {
     /// `CHAOS_CLAIMS` [300]: claims created in the provision phase.
     pub claims: usize,
-    /// `CHAOS_DELETE_SHARE` [0.2]: share of them deleted while being provisioned.
+    /// `CHAOS_DELETE_SHARE` [0.2]: share of them deleted while being provisioned (every other one of those is
+    /// created again under its name once the first is gone).
     pub delete_share: f64,
+    /// `CHAOS_DELETE_BOUND_SHARE` [0.1]: share of the others deleted the moment they are seen Bound, while the PV
+    /// binder's write may still queue them at the provisioner (external-provisioner#1469).
+    pub delete_bound_share: f64,
     /// `CHAOS_KILL_EVERY` [20] seconds between two SIGKILLs of a sidecar replica.
     pub kill_every: Duration,
     /// `CHAOS_MIN_KILLS` [4]: each phase with replicas lasts until this many kills are done.
@@ -40,10 +44,16 @@ pub struct Sizes {
     pub change_share: f64,
     /// `CHAOS_SNAPSHOTS` [40]: VolumeSnapshots created (a quarter of them deleted again).
     pub snapshots: usize,
+    /// `CHAOS_MASS_SNAPSHOTS` [100]: VolumeSnapshots created together in the snapshot phase and, once ready, all
+    /// deleted at once (external-snapshotter#1446).
+    pub mass_snapshots: usize,
     /// `CHAOS_GROUPS` [20]: VolumeGroupSnapshots created, each of 3 to 5 claims (a quarter of them deleted again).
     pub groups: usize,
-    /// `CHAOS_RESTART_APISERVER` [1]: restart kube-apiserver once (0 for a shared cluster, as in `make test`).
+    /// `CHAOS_RESTART_APISERVER` [1]: restart kube-apiserver once in every phase (0 for a shared cluster, as in
+    /// `make test`).
     pub restart_apiserver: bool,
+    /// `CHAOS_RESTART_ETCD` [1]: restart etcd once, in the change phase (0 for a shared cluster).
+    pub restart_etcd: bool,
     /// `CHAOS_HANG_SECONDS` [8]: how long a hanging call sleeps; the sidecars run with `--timeout=5s`.
     pub hang_for: Duration,
     /// `CHAOS_QUIESCE_SECONDS` [300]: how long the quiet period may take to reach the invariants.
@@ -57,12 +67,15 @@ impl Default for Sizes {
         Sizes {
             claims: 300,
             delete_share: 0.2,
+            delete_bound_share: 0.1,
             kill_every: Duration::from_secs(20),
             min_kills: 4,
             change_share: 0.3,
             snapshots: 40,
+            mass_snapshots: 100,
             groups: 20,
             restart_apiserver: true,
+            restart_etcd: true,
             hang_for: Duration::from_secs(8),
             quiesce_timeout: Duration::from_secs(300),
             phases: vec![Phase::Provision, Phase::Change, Phase::Snapshot, Phase::Group],
@@ -94,6 +107,9 @@ impl Sizes {
         if let Some(v) = share("CHAOS_DELETE_SHARE")? {
             sizes.delete_share = v;
         }
+        if let Some(v) = share("CHAOS_DELETE_BOUND_SHARE")? {
+            sizes.delete_bound_share = v;
+        }
         if let Some(v) = number("CHAOS_KILL_EVERY")? {
             sizes.kill_every = Duration::from_secs_f64(v);
         }
@@ -106,11 +122,17 @@ impl Sizes {
         if let Some(v) = number("CHAOS_SNAPSHOTS")? {
             sizes.snapshots = v as usize;
         }
+        if let Some(v) = number("CHAOS_MASS_SNAPSHOTS")? {
+            sizes.mass_snapshots = v as usize;
+        }
         if let Some(v) = number("CHAOS_GROUPS")? {
             sizes.groups = v as usize;
         }
         if let Some(v) = number("CHAOS_RESTART_APISERVER")? {
             sizes.restart_apiserver = v != 0.0;
+        }
+        if let Some(v) = number("CHAOS_RESTART_ETCD")? {
+            sizes.restart_etcd = v != 0.0;
         }
         if let Some(v) = number("CHAOS_HANG_SECONDS")? {
             sizes.hang_for = Duration::from_secs_f64(v);
@@ -140,6 +162,38 @@ impl Sizes {
     pub fn kill_window(&self) -> Duration {
         self.kill_every.mul_f64(self.min_kills.max(1) as f64)
     }
+}
+
+/// A control-plane process the run restarts (`e2e/cluster.sh restart <name>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Component {
+    Etcd,
+    ApiServer,
+}
+
+impl Component {
+    /// The name e2e/cluster.sh knows it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Component::Etcd => "etcd",
+            Component::ApiServer => "kube-apiserver",
+        }
+    }
+}
+
+/// When `phase` restarts the control plane, in time from its start within its `window`, in order: kube-apiserver
+/// once in every phase (at 60 % of the provision phase, as before, and half-way through the others), etcd once in
+/// the whole run, a quarter into the change phase.
+pub fn control_plane_restarts(sizes: &Sizes, phase: Phase, window: Duration) -> Vec<(Duration, Component)> {
+    let apiserver_at = if phase == Phase::Provision { 0.6 } else { 0.5 };
+    let mut restarts = Vec::new();
+    if sizes.restart_etcd && phase == Phase::Change {
+        restarts.push((window.mul_f64(0.25), Component::Etcd));
+    }
+    if sizes.restart_apiserver {
+        restarts.push((window.mul_f64(apiserver_at), Component::ApiServer));
+    }
+    restarts
 }
 
 /// When the replicas of one sidecar are killed within a phase's `window`: every `every`, the first at `every` less
@@ -180,19 +234,37 @@ mod tests {
         let rows: &[Row] = &[
             ("CHAOS_CLAIMS", "40", |s| s.claims.to_string()),
             ("CHAOS_DELETE_SHARE", "0.5", |s| s.delete_share.to_string()),
+            ("CHAOS_DELETE_BOUND_SHARE", "0.25", |s| s.delete_bound_share.to_string()),
             ("CHAOS_KILL_EVERY", "7", |s| format!("{:?}", s.kill_every)),
             ("CHAOS_MIN_KILLS", "2", |s| s.min_kills.to_string()),
             ("CHAOS_CHANGE_SHARE", "1", |s| s.change_share.to_string()),
             ("CHAOS_SNAPSHOTS", "8", |s| s.snapshots.to_string()),
+            ("CHAOS_MASS_SNAPSHOTS", "20", |s| s.mass_snapshots.to_string()),
             ("CHAOS_GROUPS", "3", |s| s.groups.to_string()),
             ("CHAOS_RESTART_APISERVER", "0", |s| s.restart_apiserver.to_string()),
+            ("CHAOS_RESTART_ETCD", "0", |s| s.restart_etcd.to_string()),
             ("CHAOS_HANG_SECONDS", "1.5", |s| format!("{:?}", s.hang_for)),
             ("CHAOS_QUIESCE_SECONDS", "60", |s| format!("{:?}", s.quiesce_timeout)),
             ("CHAOS_PHASES", "snapshot, provision", |s| format!("{:?}", s.phases)),
             ("CHAOS_PHASES", "groups,change", |s| format!("{:?}", s.phases)),
         ];
-        let want =
-            ["40", "0.5", "7s", "2", "1", "8", "3", "false", "1.5s", "60s", "[Snapshot, Provision]", "[Group, Change]"];
+        let want = [
+            "40",
+            "0.5",
+            "0.25",
+            "7s",
+            "2",
+            "1",
+            "8",
+            "20",
+            "3",
+            "false",
+            "false",
+            "1.5s",
+            "60s",
+            "[Snapshot, Provision]",
+            "[Group, Change]",
+        ];
         for ((name, value, read), want) in rows.iter().zip(want) {
             assert_eq!(read(&sizes(&[(name, value)]).unwrap()), want, "{name}={value}");
         }
@@ -204,6 +276,7 @@ mod tests {
             ("CHAOS_CLAIMS", "many", "not a number"),
             ("CHAOS_CLAIMS", "-3", "≥ 0"),
             ("CHAOS_DELETE_SHARE", "20", "share between 0 and 1"),
+            ("CHAOS_DELETE_BOUND_SHARE", "1.5", "share between 0 and 1"),
             ("CHAOS_KILL_EVERY", "inf", "finite"),
             ("CHAOS_PHASES", "provision,attach", "unknown phase \"attach\""),
         ];
@@ -220,6 +293,30 @@ mod tests {
             assert!(sizes.runs(phase), "{phase:?}");
         }
         assert_eq!(sizes.kill_window(), Duration::from_secs(80));
+    }
+
+    #[test]
+    fn the_control_plane_restarts_in_every_phase_and_etcd_once() {
+        use Component::*;
+        let window = Duration::from_secs(80);
+        let s = Duration::from_secs;
+        let all = Sizes::default();
+        let shared = Sizes { restart_apiserver: false, restart_etcd: false, ..Sizes::default() };
+        type Row<'a> = (&'a Sizes, Phase, &'a [(Duration, Component)]);
+        let rows: &[Row] = &[
+            (&all, Phase::Provision, &[(s(48), ApiServer)]),
+            (&all, Phase::Change, &[(s(20), Etcd), (s(40), ApiServer)]),
+            (&all, Phase::Snapshot, &[(s(40), ApiServer)]),
+            (&all, Phase::Group, &[(s(40), ApiServer)]),
+            (&shared, Phase::Provision, &[]),
+            (&shared, Phase::Change, &[]),
+        ];
+        for (sizes, phase, want) in rows {
+            assert_eq!(control_plane_restarts(sizes, *phase, window), *want, "{phase:?}");
+        }
+        let etcd_only = Sizes { restart_apiserver: false, ..Sizes::default() };
+        assert_eq!(control_plane_restarts(&etcd_only, Phase::Change, window), [(s(20), Etcd)]);
+        assert_eq!((Etcd.name(), ApiServer.name()), ("etcd", "kube-apiserver"));
     }
 
     #[test]

@@ -6,17 +6,19 @@
 use std::time::Instant;
 
 use csi_client::proto::DeleteVolumeRequest;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 
+use super::writes::Saved;
 use super::{Shared, claim_path, name_of, namespace_of, prepare};
-use crate::translate::api_errors::claim_gone;
-use crate::translate::in_flight::{driver_is_done, has_provisioning_finalizer};
+use crate::translate::api_errors::{claim_gone, volume_deleted_for_pv_in_the_way, volume_kept_by_pv_in_the_way};
+use crate::translate::in_flight::{cleanup_rules_out_volume, has_provisioning_finalizer, record_goes_after_failure};
 use crate::translate::in_flight_entry::in_flight_entry;
 use crate::translate::migration::{api_volume, csi_class, is_migrated_class};
 use crate::translate::names::FINALIZER_PROVISIONING_PROTECTION;
 use crate::translate::persistent_volume::persistent_volume;
 use crate::translate::prepare::Prepared;
+use crate::translate::pv_in_the_way::{PvInTheWay, pv_in_the_way};
 use crate::translate::refusal::{ProvisioningState, Refusal, create_volume_failure};
 use crate::translate::secrets::Credentials;
 
@@ -45,6 +47,7 @@ pub(super) async fn try_provision(
     let Prepared { plan, request, credentials, references, clone_source, snapshot_source } =
         prepare::prepare(shared, claim, &class, node).await?;
 
+    let recorded_before = is_recorded(shared, claim);
     let protection = protect(shared, claim, &class).await?;
     if let Some(source) = &clone_source {
         shared.protect_clone_source(source).await?;
@@ -57,7 +60,7 @@ pub(super) async fn try_provision(
         Ok(response) => response,
         Err(err) => {
             let refusal = create_volume_failure(&err, may_reschedule);
-            if driver_is_done(refusal.state) {
+            if record_goes_after_failure(refusal.state, cleanup_rules_out_volume(&err), recorded_before) {
                 unprotect(shared, &protection).await;
             }
             return Err(refusal);
@@ -82,7 +85,10 @@ pub(super) async fn try_provision(
             return Err(Refusal::failed(state, message));
         }
     };
-    shared.save_volume(&pv).await?;
+    if let Saved::AlreadyExists(existing) = shared.save_volume(&pv).await? {
+        let volume_id = volume.volume_id.as_str();
+        pv_in_the_way_of_volume(shared, &existing, claim, volume_id, &protection, credentials, migrated).await?;
+    }
     // The PV exists: the journal entry may go (with a later write). The finalizer waits for the claim to be Bound
     // ([`crate::translate::in_flight`]), so that it is not written while the PV binder writes the claim.
     if let Protection::Journal { uid } = &protection {
@@ -92,6 +98,12 @@ pub(super) async fn try_provision(
         shared.release_snapshot(source, claim.metadata.uid.as_deref()).await;
     }
     Ok(plan.volume_name)
+}
+
+/// Whether the claim is in flight already, from an earlier attempt whose outcome is unknown.
+fn is_recorded(shared: &Shared, claim: &PersistentVolumeClaim) -> bool {
+    let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+    has_provisioning_finalizer(claim) || shared.journal.get(uid).is_some()
 }
 
 /// Records the claim before CreateVolume: in the journal (one write shared with every claim starting now), or
@@ -121,6 +133,44 @@ async fn unprotect(shared: &Shared, protection: &Protection) {
     match protection {
         Protection::Journal { uid } => shared.journal.remove(uid),
         Protection::Finalizer(claim) => shared.remove_claim_finalizer_logged(claim).await,
+    }
+}
+
+/// The PV create met a PV of the same name ([`crate::translate::pv_in_the_way`]): done when it holds the new volume;
+/// otherwise the volume goes, unless that PV keeps it, and the attempt fails (the claim, if it lives, is
+/// provisioned again once that PV is gone). Upstream takes any such PV for success (external-provisioner#1469).
+async fn pv_in_the_way_of_volume(
+    shared: &Shared,
+    existing: &PersistentVolume,
+    claim: &PersistentVolumeClaim,
+    volume_id: &str,
+    protection: &Protection,
+    credentials: Credentials,
+    migrated: bool,
+) -> Result<(), Refusal> {
+    let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+    let name = existing.metadata.name.as_deref().unwrap_or_default();
+    match pv_in_the_way(existing, uid, Some(volume_id), &shared.provisioner) {
+        PvInTheWay::Holds => Ok(()),
+        PvInTheWay::HoldsAnother => {
+            // Only a driver that breaks CSI's idempotency by name makes a second volume; the claim has its PV.
+            if let Err(error) = delete_rejected_volume(shared, volume_id, credentials, migrated).await {
+                tracing::warn!(claim = %claim_path(claim), volume = %name, %volume_id, %error,
+                    "the claim's PV names another volume; cannot delete this extra one");
+            }
+            Ok(())
+        }
+        PvInTheWay::KeepsIt => {
+            unprotect(shared, protection).await;
+            Err(volume_kept_by_pv_in_the_way(name, volume_id))
+        }
+        PvInTheWay::Orphan => {
+            let cleanup = delete_rejected_volume(shared, volume_id, credentials, migrated).await;
+            if cleanup.is_ok() {
+                unprotect(shared, protection).await;
+            }
+            Err(volume_deleted_for_pv_in_the_way(name, volume_id, cleanup.err().as_deref()))
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use crate::translate::clone_source::{clone_protection_releasable, has_clone_prot
 use crate::translate::create_volume::volume_name;
 use crate::translate::names::FINALIZER_CLONE_PROTECTION;
 use crate::translate::node_deployment::{NodeCheck, node_check};
+use crate::translate::pv_in_the_way::holds_claim;
 use crate::translate::refusal::{
     ProvisioningState, Refusal, RefusalKind, provisioning_event, provisioning_succeeded_event,
 };
@@ -22,7 +23,9 @@ use crate::translate::refusal::{
 pub(super) async fn sync_claim(shared: Arc<Shared>, key: ClaimKey) -> Outcome {
     let p = &shared.provisioner;
     let own_volume = volume_name(&p.volume_name_prefix, &key.uid, p.volume_name_uuid_length).ok();
-    let volume_exists = own_volume.as_deref().is_some_and(|name| shared.stores.volume(name).is_some());
+    // Only the claim's live PV holds its volume: a PV of its name being deleted may have deleted it already.
+    let volume_exists =
+        own_volume.as_deref().and_then(|name| shared.stores.volume(name)).is_some_and(|pv| holds_claim(&pv, &key.uid));
     let Some(claim) = shared.stores.claim(&key) else {
         if let Some(outcome) = in_flight::sync_in_flight(&shared, &key, None, volume_exists).await {
             return outcome;

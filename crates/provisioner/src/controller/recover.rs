@@ -5,9 +5,7 @@
 use csi_client::proto::DeleteVolumeRequest;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::Api;
 use sidecar_runtime::Outcome;
-use sidecar_runtime::api_error::api_error_text;
 
 use super::{Shared, claim_path, name_of, namespace_of, prepare};
 use crate::translate::api_errors::cleanup_class_missing;
@@ -18,6 +16,7 @@ use crate::translate::in_flight::cleanup_rules_out_volume;
 use crate::translate::in_flight_entry::InFlightEntry;
 use crate::translate::migration::{csi_class, is_migrated_class};
 use crate::translate::names::EVENT_PROVISIONING_CLEANUP_FAILED;
+use crate::translate::pv_in_the_way::{PvInTheWay, pv_in_the_way};
 use crate::translate::refusal::{EventType, PlannedEvent, ProvisioningState, create_volume_failure};
 use crate::translate::secrets::Credentials;
 
@@ -52,11 +51,20 @@ pub(super) async fn recover(
         Err(_) => return recovered(shared, &entry, finalizer_claim, None).await,
     };
     // The cache may lag: a PV written just before a crash makes the volume the PV's business (its reclaim policy
-    // decides), so ask the API itself before deleting anything.
-    match has_volume_object(shared, &entry.uid).await {
-        Ok(true) => return recovered(shared, &entry, finalizer_claim, None).await,
-        Ok(false) => {}
+    // decides), so ask the API itself before deleting anything. Only a live PV of the claim counts: one being
+    // deleted may have deleted its volume already (external-provisioner#1469).
+    let in_the_way = match volume_object(shared, &entry.uid).await {
+        Ok(pv) => pv,
         Err(message) => return cleanup_failed(shared, &claim, message).await,
+    };
+    let left_to_pv = |entry: &InFlightEntry| {
+        in_the_way.as_ref().is_some_and(|pv| {
+            let seen = pv_in_the_way(pv, &entry.uid, entry.volume_id.as_deref(), &shared.provisioner);
+            matches!(seen, PvInTheWay::Holds | PvInTheWay::KeepsIt)
+        })
+    };
+    if left_to_pv(&entry) {
+        return recovered(shared, &entry, finalizer_claim, None).await;
     }
     tracing::info!(claim = %claim_path(&claim), volume_id = ?entry.volume_id,
         "claim deleted while its volume was being provisioned: deleting the volume");
@@ -65,6 +73,10 @@ pub(super) async fn recover(
         Err(Stopped::NoVolume) => return recovered(shared, &entry, finalizer_claim, None).await,
         Err(Stopped::Failed(message)) => return cleanup_failed(shared, &claim, message).await,
     };
+    // With the id learnt, the PV in the way may turn out to name this very volume and keep it.
+    if entry.volume_id.is_some() && left_to_pv(&entry) {
+        return recovered(shared, &entry, finalizer_claim, snapshot_source.as_ref()).await;
+    }
     if let Some(volume_id) = entry.volume_id.clone() {
         let request = DeleteVolumeRequest { volume_id: volume_id.clone(), secrets: credentials.into_map() };
         if let Err(err) = shared.csi_for(migrated).delete_volume(request).await {
@@ -75,12 +87,11 @@ pub(super) async fn recover(
     recovered(shared, &entry, finalizer_claim, snapshot_source.as_ref()).await
 }
 
-/// Whether the claim's PV exists in the API (not the cache).
-async fn has_volume_object(shared: &Shared, uid: &str) -> Result<bool, String> {
+/// The PV named after the claim, as the API holds it (not the cache).
+async fn volume_object(shared: &Shared, uid: &str) -> Result<Option<PersistentVolume>, String> {
     let p = &shared.provisioner;
-    let Ok(name) = volume_name(&p.volume_name_prefix, uid, p.volume_name_uuid_length) else { return Ok(false) };
-    let volume = Api::<PersistentVolume>::all(shared.client.clone()).get_opt(&name).await;
-    volume.map(|v| v.is_some()).map_err(|e| api_error_text(&e))
+    let Ok(name) = volume_name(&p.volume_name_prefix, uid, p.volume_name_uuid_length) else { return Ok(None) };
+    shared.read_volume_object(&name).await
 }
 
 /// Rebuilds the request and, when the entry has no volume id, repeats CreateVolume to learn it. Returns the

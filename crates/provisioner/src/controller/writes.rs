@@ -173,15 +173,27 @@ impl Shared {
 
     // ---- PersistentVolumes ----------------------------------------------------------------------------------------
 
-    /// Creates the PV; one that exists already is success (as the upstream library's PV save, which counts
-    /// AlreadyExists as done).
-    pub(super) async fn save_volume(&self, pv: &PersistentVolume) -> Result<(), Refusal> {
+    /// Creates the PV. On AlreadyExists the PV of that name is read and returned: whether it holds the new volume
+    /// is the caller's question (upstream's library counts AlreadyExists as done, external-provisioner#1469). One
+    /// gone again by then is an error: the attempt is tried again.
+    pub(super) async fn save_volume(&self, pv: &PersistentVolume) -> Result<Saved, Refusal> {
+        let name = pv.metadata.name.as_deref().unwrap_or_default();
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
-        match api.create(&PostParams::default(), pv).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => Ok(()),
-            Err(err) => Err(volume_not_saved(pv.metadata.name.as_deref().unwrap_or_default(), &api_error_text(&err))),
+        let exists = match api.create(&PostParams::default(), pv).await {
+            Ok(_) => return Ok(Saved::Created),
+            Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => status.message,
+            Err(err) => return Err(volume_not_saved(name, &api_error_text(&err))),
+        };
+        match api.get_opt(name).await {
+            Ok(Some(existing)) => Ok(Saved::AlreadyExists(Box::new(existing))),
+            Ok(None) => Err(volume_not_saved(name, &exists)),
+            Err(err) => Err(volume_not_saved(name, &api_error_text(&err))),
         }
+    }
+
+    /// The PV `name` as the API holds it now (not the cache, which may lag).
+    pub(super) async fn read_volume_object(&self, name: &str) -> Result<Option<PersistentVolume>, String> {
+        Api::<PersistentVolume>::all(self.client.clone()).get_opt(name).await.map_err(|e| api_error_text(&e))
     }
 
     /// A strategic-merge patch of the PV `name`; a PV that is gone is no error.
@@ -251,6 +263,13 @@ impl Shared {
             Err(err) => Err(err),
         }
     }
+}
+
+/// What the PV create found.
+pub(super) enum Saved {
+    Created,
+    /// A PV of that name was there already, as read just after.
+    AlreadyExists(Box<PersistentVolume>),
 }
 
 /// Whether `a` is a later version of the claim than `b` (resourceVersions compared as integers, as upstream's

@@ -40,6 +40,28 @@ pub fn volume_not_saved(volume: &str, error: &str) -> Refusal {
     Refusal::failed(ProvisioningState::InBackground, format!("error saving volume {volume}: {error}"))
 }
 
+/// The PV create met a PV of the same name that does not hold the new volume, and the volume was deleted (`error`:
+/// why it was not). The attempt is over only when the volume is gone.
+pub fn volume_deleted_for_pv_in_the_way(volume: &str, volume_id: &str, error: Option<&str>) -> Refusal {
+    let prefix = format!("error saving volume {volume}: it already exists and does not hold volume {volume_id}");
+    match error {
+        None => Refusal::finished(format!("{prefix}; volume {volume_id} deleted")),
+        Some(error) => Refusal::failed(
+            ProvisioningState::InBackground,
+            format!("{prefix}; deleting volume {volume_id} failed: {error}"),
+        ),
+    }
+}
+
+/// The PV create met a PV of the same name that names the new volume but is not the claim's live PV: the volume
+/// is left to it.
+pub fn volume_kept_by_pv_in_the_way(volume: &str, volume_id: &str) -> Refusal {
+    Refusal::finished(format!(
+        "error saving volume {volume}: it already exists, is not this claim's, and names volume {volume_id}: the volume \
+         is left to it"
+    ))
+}
+
 /// The cleanup of a deleted claim's volume cannot rebuild the request without its StorageClass.
 pub fn cleanup_class_missing(namespace: &str, name: &str, class: &str) -> String {
     format!("cannot delete the volume of deleted claim {namespace}/{name}: storageClass \"{class}\" not found")
@@ -91,6 +113,25 @@ mod tests {
                 volume_not_saved("pvc-1", "quota"),
                 "error saving volume pvc-1: quota",
                 ProvisioningState::InBackground,
+            ),
+            (
+                "PV in the way, volume deleted",
+                volume_deleted_for_pv_in_the_way("pvc-1", "v2", None),
+                "error saving volume pvc-1: it already exists and does not hold volume v2; volume v2 deleted",
+                ProvisioningState::Finished,
+            ),
+            (
+                "PV in the way, volume not deleted yet: it may still exist",
+                volume_deleted_for_pv_in_the_way("pvc-1", "v2", Some("busy")),
+                "error saving volume pvc-1: it already exists and does not hold volume v2; deleting volume v2 failed: busy",
+                ProvisioningState::InBackground,
+            ),
+            (
+                "PV in the way keeps the volume",
+                volume_kept_by_pv_in_the_way("pvc-1", "v2"),
+                "error saving volume pvc-1: it already exists, is not this claim's, and names volume v2: the volume is left \
+                 to it",
+                ProvisioningState::Finished,
             ),
         ];
         for (case, refusal, message, state) in table {

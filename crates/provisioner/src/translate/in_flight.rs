@@ -36,7 +36,7 @@ pub fn has_provisioning_finalizer(claim: &PersistentVolumeClaim) -> bool {
     claim.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER_PROVISIONING_PROTECTION)
 }
 
-/// What to do about the finalizer. `volume_exists` tells whether the PV named after the claim is known. The
+/// What to do about the finalizer. `volume_exists` tells whether the claim's live PV is known. The
 /// finalizer of another driver's claim is that driver's provisioner's business.
 pub fn in_flight(claim: &PersistentVolumeClaim, provisioner: &Provisioner, volume_exists: bool) -> InFlight {
     if !has_provisioning_finalizer(claim) || !is_our_claim(claim, provisioner) {
@@ -53,11 +53,19 @@ pub fn in_flight(claim: &PersistentVolumeClaim, provisioner: &Provisioner, volum
     }
 }
 
-/// After a failed CreateVolume: may the finalizer go? Only when the driver's answer says it is not creating the
-/// volume (a final error, or ResourceExhausted sending the claim back to the scheduler). After an in-progress error
-/// (timeout, Unavailable, ...) the volume may exist, and the finalizer stays until a later call tells.
-pub fn driver_is_done(state: ProvisioningState) -> bool {
-    matches!(state, ProvisioningState::Finished | ProvisioningState::Reschedule)
+/// After a failed CreateVolume: may the claim's in-flight record (journal entry or finalizer) go? Only when the
+/// driver's answer says it is not creating the volume (a final error, or ResourceExhausted, which may send the
+/// claim back to the scheduler) and no earlier call can have left one. After an in-progress error (timeout,
+/// Unavailable, ...) the volume may exist, and the record stays until a later call tells.
+///
+/// `final_answer`: the answer rules out a volume under the claim's name ([`cleanup_rules_out_volume`]).
+/// ResourceExhausted does not: it is about this call only. `recorded_before`: the record was there before this
+/// attempt, so an earlier call's outcome is unknown (it timed out, or the provisioner died during it) and may be a
+/// volume; the record then stays while the claim lives. Upstream forgets the claim on ResourceExhausted, and the
+/// volume of the earlier call leaks if the claim is deleted then.
+pub fn record_goes_after_failure(state: ProvisioningState, final_answer: bool, recorded_before: bool) -> bool {
+    let driver_is_done = matches!(state, ProvisioningState::Finished | ProvisioningState::Reschedule);
+    driver_is_done && (final_answer || !recorded_before)
 }
 
 /// Cleaning up after a deleted claim whose volume id was never recorded, CreateVolume is repeated to learn it: does
@@ -167,11 +175,34 @@ mod tests {
     }
 
     #[test]
-    fn the_finalizer_goes_only_when_the_driver_is_done() {
+    fn the_record_goes_only_when_no_volume_can_be_left() {
         use ProvisioningState::*;
-        let table = [(Finished, true), (Reschedule, true), (InBackground, false), (NoChange, false)];
-        for (state, want) in table {
-            assert_eq!(driver_is_done(state), want, "{state:?}");
+        // (rule, state, final answer, recorded before this attempt, the record goes)
+        let table = [
+            ("a final error on a first call: nothing was made", Finished, true, false, true),
+            (
+                "a final error after an earlier unknown outcome: the driver says no volume by that name",
+                Finished,
+                true,
+                true,
+                true,
+            ),
+            ("ResourceExhausted on a first call: nothing was made", Finished, false, false, true),
+            ("ResourceExhausted, the claim rescheduled, first call", Reschedule, false, false, true),
+            (
+                "ResourceExhausted after a timed-out call: that call may have made the volume",
+                Finished,
+                false,
+                true,
+                false,
+            ),
+            ("ResourceExhausted rescheduling after a timed-out call: the same", Reschedule, false, true, false),
+            ("a timeout: the volume may be being made", InBackground, false, false, false),
+            ("a timeout after another", InBackground, false, true, false),
+            ("failed before the call: whatever was in flight stays", NoChange, false, true, false),
+        ];
+        for (rule, state, final_answer, recorded_before, want) in table {
+            assert_eq!(record_goes_after_failure(state, final_answer, recorded_before), want, "{rule}");
         }
     }
 }

@@ -168,7 +168,8 @@ pub enum EntryStep {
     DeleteVolume,
 }
 
-/// What to do with `entry`, given where its claim stands and whether the PV named after it exists.
+/// What to do with `entry`, given where its claim stands and whether the claim's live PV exists (its claimRef names
+/// the claim and it is not being deleted: [`super::pv_in_the_way::holds_claim`]).
 pub fn entry_step(entry: &InFlightEntry, claim: ClaimNow, volume_exists: bool) -> EntryStep {
     match (volume_exists, claim, &entry.volume_id) {
         (true, _, _) => EntryStep::Drop,

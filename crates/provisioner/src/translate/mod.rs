@@ -8,7 +8,8 @@
 //!    reads ([`data_source`], [`create_volume`], [`reference_grant`], [`snapshot_source`], [`clone_source`],
 //!    [`topology`], [`secrets`]), ending in the CreateVolume request.
 //! 3. CreateVolume, and on failure [`refusal::create_volume_failure`].
-//! 4. [`persistent_volume::persistent_volume`] for the answer.
+//! 4. [`persistent_volume::persistent_volume`] for the answer; a PV of that name already there is looked at with
+//!    [`pv_in_the_way`] (does it hold the new volume, or must the volume go?).
 //!
 //! Around it, [`in_flight_entry`] says what the in-flight journal remembers of a claim during CreateVolume and what
 //! recovery does with each entry, and [`in_flight`] what the provisioning-protection finalizer (the journal's
@@ -34,6 +35,7 @@ pub mod parameters;
 pub mod persistent_volume;
 pub mod prepare;
 pub mod provisioner;
+pub mod pv_in_the_way;
 pub mod reference_grant;
 pub mod refusal;
 pub mod secrets;

@@ -1,6 +1,7 @@
 //! Phase expand + modify: a share of the surviving claims grows, another share moves from one
 //! VolumeAttributesClass to the other (and some back), under ControllerExpandVolume/ControllerModifyVolume faults,
-//! with the two csi-resizer replicas SIGKILLed in turn.
+//! with the two csi-resizer replicas SIGKILLed in turn, and (on a cluster of its own) etcd and kube-apiserver
+//! restarted once each.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -8,14 +9,14 @@ use std::time::{Duration, Instant};
 use csi_sidecars_e2e::Sidecar;
 use csi_sidecars_e2e::chaos::fault_plan::{CHANGE_METHODS, FaultMix};
 use csi_sidecars_e2e::chaos::invariants::{Change, quantity_bytes};
-use csi_sidecars_e2e::chaos::sizes::{Sizes, kill_times, picked};
+use csi_sidecars_e2e::chaos::sizes::{Phase, Sizes, kill_times, picked};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::world::{ProgressEvery, Replicas, World, with_retries};
+use crate::world::{ProgressEvery, Replicas, Restarts, World, with_retries};
 
 /// The size expanded claims ask for.
 pub const EXPANDED_SIZE: &str = "2Mi";
@@ -88,8 +89,9 @@ pub async fn run(
     let window = sizes.kill_window();
     let spacing = window.mul_f64(0.7) / steps.len().max(1) as u32;
     let kills = kill_times(sizes.kill_every, window, Duration::ZERO);
+    let mut restarts = Restarts::plan(sizes, Phase::Change, "change", window);
     println!(
-        "{} change: {} of {} bound claims expanded to {EXPANDED_SIZE}, {} moved {} -> {} (every other one back), {} kills over {:.0} s",
+        "{} change: {} of {} bound claims expanded to {EXPANDED_SIZE}, {} moved {} -> {} (every other one back), {} kills over {:.0} s{}",
         world.clock(),
         steps.iter().filter(|s| matches!(s, Step::Expand(_))).count(),
         bound.len(),
@@ -97,7 +99,8 @@ pub async fn run(
         classes.silver,
         classes.gold,
         kills.len(),
-        window.as_secs_f64()
+        window.as_secs_f64(),
+        restarts.planned()
     );
 
     let started = Instant::now();
@@ -138,6 +141,7 @@ pub async fn run(
         if kills.next_if(|t| *t <= now).is_some() {
             replicas.kill_next(world);
         }
+        restarts.run_due(now, world).await?;
         replicas.supervise(world);
         if progress.due() {
             println!(
@@ -148,7 +152,7 @@ pub async fn run(
                 world.faults_injected()
             );
         }
-        if steps.is_empty() && back.is_empty() && kills.peek().is_none() && now >= window {
+        if steps.is_empty() && back.is_empty() && kills.peek().is_none() && restarts.done() && now >= window {
             break;
         }
         tokio::time::sleep(TICK).await;

@@ -3,8 +3,8 @@
 //! cut), under CreateVolumeGroupSnapshot/DeleteVolumeGroupSnapshot/GetVolumeGroupSnapshot faults, with the two
 //! csi-group-snapshotter replicas and the two snapshot-controller replicas SIGKILLed in turn. snapshot-controller
 //! makes the group and member contents and the member VolumeSnapshots, so its kills are where a group could leak
-//! or lose a member. The phase then settles under faults until every surviving group is ready and every deleted one
-//! gone.
+//! or lose a member; kube-apiserver is restarted once (on a cluster of its own). The phase then settles under faults
+//! until every surviving group is ready and every deleted one gone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -13,7 +13,7 @@ use csi_sidecars_e2e::Sidecar;
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, GROUP_METHODS};
 use csi_sidecars_e2e::chaos::group_plan::{GroupPlan, plan_groups};
 use csi_sidecars_e2e::chaos::invariants::unsettled;
-use csi_sidecars_e2e::chaos::sizes::{Sizes, picked};
+use csi_sidecars_e2e::chaos::sizes::{Phase, Sizes, picked};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -21,7 +21,7 @@ use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass};
 
 use crate::snapshot::{Snapshotting, count_ready, delete_all, driver_class, readiness};
-use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, World, settle, with_retries};
+use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, Restarts, World, settle, with_retries};
 
 const TICK: Duration = Duration::from_millis(100);
 
@@ -54,15 +54,17 @@ pub async fn run(
     let spacing = window.mul_f64(0.7) / plans.len().max(1) as u32;
     // csi-group-snapshotter first, snapshot-controller half a period ahead of it.
     let mut kills = KillTurns::new(sizes, window);
+    let mut restarts = Restarts::plan(sizes, Phase::Group, "group", window);
     println!(
         "{} group: {} VolumeGroupSnapshots of 3-5 of {} bound claims over {:.0} s, a quarter deleted, {} kills of \
-         csi-group-snapshotter and {} of snapshot-controller",
+         csi-group-snapshotter and {} of snapshot-controller{}",
         world.clock(),
         plans.len(),
         bound.len(),
         window.as_secs_f64(),
         kills.planned().0,
-        kills.planned().1
+        kills.planned().1,
+        restarts.planned()
     );
     let groups: Api<VolumeGroupSnapshot> = Api::namespaced(world.client.clone(), world.ns());
     let delete = DeleteParams::default();
@@ -89,6 +91,7 @@ pub async fn run(
             deleted.insert(name);
         }
         kills.kill_due(now, world, &mut replicas, &mut snapshotting.controllers);
+        restarts.run_due(now, world).await?;
         replicas.supervise(world);
         snapshotting.supervise(world);
         if progress.due() {
@@ -103,7 +106,7 @@ pub async fn run(
             );
         }
         let finished = created == plans.len() && to_delete.is_empty();
-        if finished && kills.done() && now >= window {
+        if finished && kills.done() && restarts.done() && now >= window {
             break;
         }
         tokio::time::sleep(TICK).await;

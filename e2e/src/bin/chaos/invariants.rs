@@ -9,6 +9,8 @@ use csi_sidecars_e2e::binary;
 use csi_sidecars_e2e::chaos::invariants::{
     Change, ClaimView, Findings, Observation, SnapshotView, VolumeView, quantity_bytes,
 };
+use csi_sidecars_e2e::provisioner_world::JOURNAL_ENTRY_PREFIX;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Resource, ResourceExt};
@@ -29,6 +31,7 @@ pub struct Expected {
     pub surviving_snapshots: BTreeSet<String>,
     pub surviving_groups: BTreeMap<String, usize>,
     pub deleted_groups: BTreeSet<String>,
+    pub deleted_snapshots: BTreeSet<String>,
 }
 
 /// Waits for the invariants; returns the last findings and when they first all held (None if they never did).
@@ -109,6 +112,8 @@ async fn observe(world: &World, expected: &Expected) -> anyhow::Result<Observati
         surviving_snapshots: expected.surviving_snapshots.clone(),
         surviving_groups: expected.surviving_groups.clone(),
         deleted_groups: expected.deleted_groups.clone(),
+        deleted_snapshots: expected.deleted_snapshots.clone(),
+        journal_entries: journal_entries(world).await?,
         ..Observation::default()
     };
     if expected.snapshots {
@@ -120,6 +125,23 @@ async fn observe(world: &World, expected: &Expected) -> anyhow::Result<Observati
         observation.groups = groups.list(&Default::default()).await?.items.iter().map(group_view).collect();
     }
     Ok(observation)
+}
+
+/// Every entry of an in-flight journal in the run's namespace (where the provisioners keep their Leases), as
+/// `<Lease>/<claim UID>`.
+async fn journal_entries(world: &World) -> anyhow::Result<Vec<String>> {
+    let leases = Api::<Lease>::namespaced(world.client.clone(), world.ns()).list(&Default::default()).await?;
+    Ok(leases
+        .items
+        .iter()
+        .flat_map(|lease| {
+            let name = lease.name_any();
+            lease
+                .annotations()
+                .keys()
+                .filter_map(move |key| key.strip_prefix(JOURNAL_ENTRY_PREFIX).map(|uid| format!("{name}/{uid}")))
+        })
+        .collect())
 }
 
 fn snapshot_view(snapshot: &VolumeSnapshot) -> SnapshotView {

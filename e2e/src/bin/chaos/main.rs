@@ -2,21 +2,25 @@
 //! project's hostpath plugin, then, once quiet, the invariants: nothing leaked, nothing lost.
 //!
 //! Phases, each bounded in count and time, with a progress line every 10 s:
-//! 1. provision (provision.rs): claims created and a share deleted mid-flight under CreateVolume/DeleteVolume
-//!    faults; csi-provisioner replicas SIGKILLed in turn; the plugin and kube-apiserver restarted once;
+//! 1. provision (provision.rs): claims created, a share deleted mid-flight (half of those created again under their
+//!    name) and a share deleted as soon as Bound, under CreateVolume/DeleteVolume faults; csi-provisioner replicas
+//!    SIGKILLed in turn; the plugin restarted once;
 //! 2. change (change.rs): expansions and VolumeAttributesClass moves under ControllerExpandVolume/
-//!    ControllerModifyVolume faults; csi-resizer replicas SIGKILLed in turn;
-//! 3. snapshot (snapshot.rs): VolumeSnapshots created and a quarter deleted under CreateSnapshot/DeleteSnapshot
-//!    faults; csi-snapshotter and snapshot-controller replicas SIGKILLed in turn;
+//!    ControllerModifyVolume faults; csi-resizer replicas SIGKILLed in turn; etcd restarted once;
+//! 3. snapshot (snapshot.rs): VolumeSnapshots created and a quarter deleted, and a batch created together and
+//!    deleted at once, under CreateSnapshot/DeleteSnapshot faults; csi-snapshotter and snapshot-controller replicas
+//!    SIGKILLed in turn;
 //! 4. group (group.rs): VolumeGroupSnapshots of labelled groups of claims created and a quarter deleted under
 //!    CreateVolumeGroupSnapshot/DeleteVolumeGroupSnapshot/GetVolumeGroupSnapshot faults; csi-group-snapshotter and
 //!    snapshot-controller replicas SIGKILLed in turn;
 //!
-//!    (3 and 4 then settle, world.rs `settle`: faults still on, no more kills, until their work is done;)
+//!    (kube-apiserver is restarted once in each of 1-4; 3 and 4 then settle, world.rs `settle`: faults still on,
+//!    no more kills, until their work is done;)
 //! 5. quiet (invariants.rs): faults off, every process up, the invariants polled until they hold or time runs out.
 //!
-//! The last line is `leaked volumes: N, leaked snapshots: N, orphan PVs: N, lost claims: N, lost changes: N`; the
-//! exit code is 0 only when all are 0. Sizes: `CHAOS_*` variables (e2e/src/chaos/sizes.rs).
+//! The last line is `leaked volumes: N, leaked snapshots: N, orphan PVs: N, lost claims: N, lost changes: N, stale
+//! journal entries: N`; the exit code is 0 only when all are 0. Sizes: `CHAOS_*` variables
+//! (e2e/src/chaos/sizes.rs).
 
 mod change;
 mod group;
@@ -87,6 +91,7 @@ async fn run() -> anyhow::Result<bool> {
         if sizes.runs(Phase::Snapshot) {
             snapshot::run(&mut world, &sizes, &mix, &provisioned.survivors, &mut sidecars).await?;
             expected.surviving_snapshots = sidecars.survivors.clone();
+            expected.deleted_snapshots = sidecars.deleted.clone();
         }
         if sizes.runs(Phase::Group) {
             let groups = group::run(&mut world, &sizes, &mix, &provisioned.survivors, &mut sidecars).await?;
@@ -119,6 +124,7 @@ async fn run() -> anyhow::Result<bool> {
     if exits > 0 {
         println!("chaos: sidecars that exited on their own and were started again: {exits}");
     }
+    println!("chaos: restarts: {}", world.restarts_line());
     let tally = findings.tally();
     if !tally.clean() {
         report(&findings);
@@ -135,6 +141,8 @@ async fn run() -> anyhow::Result<bool> {
         resizers.stop();
     }
     clean_up(&world, &provisioned.class, &classes).await;
+    // Again, with what the sidecars did during the clean-up.
+    world.keep_logs();
     println!("{}", injected.line(quiet));
     println!("{tally}");
     Ok(tally.clean())
@@ -147,6 +155,7 @@ fn report(findings: &Findings) {
         ("orphan PVs", &findings.orphan_pvs),
         ("lost claims", &findings.lost_claims),
         ("lost changes", &findings.lost_changes),
+        ("stale journal entries", &findings.stale_journal_entries),
     ];
     for (what, names) in rows.into_iter().filter(|(_, names)| !names.is_empty()) {
         let shown: Vec<&str> = names.iter().take(SHOWN).map(String::as_str).collect();

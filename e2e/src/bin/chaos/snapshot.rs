@@ -1,7 +1,13 @@
 //! Phase snapshots: VolumeSnapshots of surviving claims created at a steady pace and a quarter of them deleted
 //! soon after (some while being cut), under CreateSnapshot/DeleteSnapshot faults, with the two csi-snapshotter
-//! replicas and the two snapshot-controller replicas SIGKILLed in turn; then the phase settles under faults until
-//! every surviving snapshot is ready and every deleted one gone.
+//! replicas and the two snapshot-controller replicas SIGKILLed in turn and (on a cluster of its own) kube-apiserver
+//! restarted once; then the phase settles under faults until every surviving snapshot is ready and every deleted
+//! one gone.
+//!
+//! Beside them, the mass deletion of external-snapshotter#1446: `CHAOS_MASS_SNAPSHOTS` snapshots made together and,
+//! once all are ready (or half `CHAOS_QUIESCE_SECONDS` after the kills at the latest), deleted at once with one
+//! delete-collection, at the sidecars' default client limits: snapshot-controller's being-deleted writes wait their
+//! turn behind all the others.
 //!
 //! The snapshot sidecars ([`Snapshotting`]) serve the group phase too: snapshot-controller makes the group and
 //! member contents and the member VolumeSnapshots, csi-snapshotter makes the members' contents ready and frees
@@ -13,20 +19,23 @@ use std::time::{Duration, Instant};
 
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, SNAPSHOT_METHODS};
 use csi_sidecars_e2e::chaos::invariants::unsettled;
-use csi_sidecars_e2e::chaos::sizes::{Sizes, picked};
+use csi_sidecars_e2e::chaos::sizes::{Phase, Sizes, picked};
 use csi_sidecars_e2e::group_world::GATE_OFF;
 use csi_sidecars_e2e::{Sidecar, install_snapshot_crds};
+use futures::StreamExt;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass};
 
-use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, World, settle, with_retries};
+use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, Restarts, World, settle, with_retries};
 
 const TICK: Duration = Duration::from_millis(100);
+/// The label of the snapshots deleted together.
+const MASS_LABEL: (&str, &str) = ("chaos-mass", "1");
 
 /// The snapshot sidecars of the snapshot and group phases, two replicas each, and the run's VolumeSnapshotClass;
 /// what must go at the end of the run.
@@ -36,6 +45,8 @@ pub struct Snapshotting {
     pub snapshotters: Replicas,
     /// The VolumeSnapshots the snapshot phase created and did not delete.
     pub survivors: BTreeSet<String>,
+    /// The VolumeSnapshots the snapshot phase deleted.
+    pub deleted: BTreeSet<String>,
 }
 
 impl Snapshotting {
@@ -48,7 +59,7 @@ impl Snapshotting {
         let controllers =
             Replicas::start_controller(world, "snapshot-controller", Sidecar::SnapshotController, gate).await;
         let snapshotters = Replicas::start(world, "csi-snapshotter", Sidecar::Snapshotter, &[GATE_OFF]).await;
-        Ok(Snapshotting { class, controllers, snapshotters, survivors: BTreeSet::new() })
+        Ok(Snapshotting { class, controllers, snapshotters, survivors: BTreeSet::new(), deleted: BTreeSet::new() })
     }
 
     /// Starts again the replicas that exited on their own.
@@ -77,15 +88,18 @@ pub async fn run(
     let spacing = window.mul_f64(0.7) / sizes.snapshots.max(1) as u32;
     // csi-snapshotter first, snapshot-controller half a period ahead of it.
     let mut kills = KillTurns::new(sizes, window);
+    let mut restarts = Restarts::plan(sizes, Phase::Snapshot, "snapshot", window);
     println!(
-        "{} snapshot: {} VolumeSnapshots of {} claims over {:.0} s, a quarter deleted, {} kills of csi-snapshotter \
-         and {} of snapshot-controller",
+        "{} snapshot: {} VolumeSnapshots of {} claims over {:.0} s, a quarter deleted, {} more deleted together, {} \
+         kills of csi-snapshotter and {} of snapshot-controller{}",
         world.clock(),
         sizes.snapshots,
         sources.len(),
         window.as_secs_f64(),
+        sizes.mass_snapshots,
         kills.planned().0,
-        kills.planned().1
+        kills.planned().1,
+        restarts.planned()
     );
     let snapshots: Api<VolumeSnapshot> = Api::namespaced(world.client.clone(), world.ns());
     let (post, delete) = (PostParams::default(), DeleteParams::default());
@@ -94,6 +108,7 @@ pub async fn run(
     let mut deleted = BTreeSet::new();
     let mut to_delete = Deletions::default();
     let mut progress = ProgressEvery::default();
+    let mut mass = MassDeletion::create(&snapshots, &class, &sources, sizes.mass_snapshots).await?;
     loop {
         let now = started.elapsed();
         while created < sizes.snapshots && !sources.is_empty() && spacing * created as u32 <= now {
@@ -120,6 +135,10 @@ pub async fn run(
             deleted.insert(name);
         }
         kills.kill_due(now, world, &mut snapshotting.snapshotters, &mut snapshotting.controllers);
+        restarts.run_due(now, world).await?;
+        // Ready ones are what #1446 deletes; kills may hold their making up past the window, so wait a while.
+        let give_up = now >= window + sizes.quiesce_timeout / 2;
+        mass.delete_when_ready(world, &snapshots, give_up, &mut deleted).await?;
         snapshotting.supervise(world);
         if progress.due() {
             println!(
@@ -133,11 +152,12 @@ pub async fn run(
             );
         }
         let finished = (created == sizes.snapshots || sources.is_empty()) && to_delete.is_empty();
-        if finished && kills.done() && now >= window {
+        if finished && kills.done() && restarts.done() && mass.deleted && now >= window {
             break;
         }
         tokio::time::sleep(TICK).await;
     }
+    snapshotting.deleted.extend(deleted.iter().cloned());
     let survivors = snapshotting.survivors.clone();
     let supervise = |world: &mut World| snapshotting.supervise(world);
     settle(world, "snapshot", sizes.quiesce_timeout, supervise, || async {
@@ -147,6 +167,78 @@ pub async fn run(
     let faults = world.faults_injected() - faults_before;
     println!("{} snapshot: done: {created} created, {} deleted, {faults} faults", world.clock(), deleted.len());
     Ok(())
+}
+
+/// The snapshots made together to be deleted together.
+struct MassDeletion {
+    names: BTreeSet<String>,
+    deleted: bool,
+    /// When readiness was last looked at.
+    looked: Option<Instant>,
+}
+
+impl MassDeletion {
+    /// Creates `count` labelled snapshots of `sources` in turn, all at once.
+    async fn create(
+        snapshots: &Api<VolumeSnapshot>,
+        class: &str,
+        sources: &[&String],
+        count: usize,
+    ) -> anyhow::Result<MassDeletion> {
+        let names: BTreeSet<String> = (0..count).map(|i| format!("m-{i:04}")).collect();
+        if sources.is_empty() {
+            return Ok(MassDeletion { names: BTreeSet::new(), deleted: true, looked: None });
+        }
+        let post = PostParams::default();
+        let results: Vec<anyhow::Result<()>> = futures::stream::iter(names.iter().enumerate())
+            .map(|(i, name)| {
+                let post = &post;
+                async move {
+                    let snapshot: VolumeSnapshot = serde_json::from_value(json!({
+                        "apiVersion": "snapshot.storage.k8s.io/v1",
+                        "kind": "VolumeSnapshot",
+                        "metadata": {"name": name, "labels": {MASS_LABEL.0: MASS_LABEL.1}},
+                        "spec": {
+                            "volumeSnapshotClassName": class,
+                            "source": {"persistentVolumeClaimName": sources[i % sources.len()]},
+                        },
+                    }))?;
+                    let what = format!("create snapshot {name}");
+                    with_retries(&what, &[409], || snapshots.create(post, &snapshot)).await.map(|_| ())
+                }
+            })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        results.into_iter().collect::<anyhow::Result<()>>()?;
+        Ok(MassDeletion { deleted: names.is_empty(), names, looked: None })
+    }
+
+    /// Once every one is ready, or `anyway`, deletes them all with one delete-collection (looked at every 2 s).
+    async fn delete_when_ready(
+        &mut self,
+        world: &World,
+        snapshots: &Api<VolumeSnapshot>,
+        anyway: bool,
+        deleted: &mut BTreeSet<String>,
+    ) -> anyhow::Result<()> {
+        if self.deleted || self.looked.is_some_and(|t| t.elapsed() < Duration::from_secs(2)) {
+            return Ok(());
+        }
+        self.looked = Some(Instant::now());
+        let Some(present) = readiness(snapshots, snapshot_ready).await else { return Ok(()) };
+        let ready = self.names.iter().filter(|name| present.get(*name) == Some(&true)).count();
+        if ready < self.names.len() && !anyway {
+            return Ok(());
+        }
+        let selector = ListParams::default().labels(&format!("{}={}", MASS_LABEL.0, MASS_LABEL.1));
+        let delete = DeleteParams::default();
+        with_retries("delete the mass snapshots", &[404], || snapshots.delete_collection(&delete, &selector)).await?;
+        println!("{} snapshot: {} snapshots deleted at once ({ready} of them ready)", world.clock(), self.names.len());
+        deleted.extend(self.names.iter().cloned());
+        self.deleted = true;
+        Ok(())
+    }
 }
 
 impl Snapshotting {
@@ -173,16 +265,21 @@ where
     let api: Api<K> = Api::namespaced(world.client.clone(), world.ns());
     let _ = api.delete_collection(&DeleteParams::default(), &Default::default()).await;
     let deadline = Instant::now() + Duration::from_secs(300);
-    let (mut left, mut progress_at) = (usize::MAX, Instant::now());
+    let (mut left, mut progress_at) = (Vec::new(), Instant::now());
     while Instant::now() < deadline && progress_at.elapsed() < STALL {
         match api.list(&Default::default()).await {
             Ok(list) if list.items.is_empty() => return,
-            Ok(list) if list.items.len() < left => (left, progress_at) = (list.items.len(), Instant::now()),
-            _ => {}
+            Ok(list) if left.is_empty() || list.items.len() < left.len() => {
+                (left, progress_at) = (list.items, Instant::now())
+            }
+            Ok(list) => left = list.items,
+            Err(_) => {}
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    println!("chaos: clean-up: {left} {} still there", K::kind(&()));
+    let named: Vec<String> =
+        left.iter().take(10).map(|o| format!("{} (finalizers {:?})", o.name_any(), o.finalizers())).collect();
+    println!("chaos: clean-up: {} {} still there: {}", left.len(), K::kind(&()), named.join(", "));
 }
 
 /// A class of kind `K` (VolumeSnapshotClass, VolumeGroupSnapshotClass) of the run's driver, policy Delete, named

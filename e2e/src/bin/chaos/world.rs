@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, fault_config, injected_faults};
-use csi_sidecars_e2e::chaos::sizes::{Sizes, kill_times};
+use csi_sidecars_e2e::chaos::sizes::{Component, Phase, Sizes, control_plane_restarts, kill_times};
 use csi_sidecars_e2e::{Cluster, Process, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, repo_root};
 
 /// Leader election as in e2e/tests/leader_election.rs: short, so a killed leader is replaced within seconds.
@@ -38,6 +38,8 @@ pub struct World {
     pub started: Instant,
     pub kills: u64,
     pub restarts: u64,
+    /// Restarts by process (plugin, kube-apiserver, etcd).
+    restarts_of: BTreeMap<&'static str, u64>,
     /// When the last fault was on, or the last kill or restart happened.
     pub last_disturbance: Instant,
 }
@@ -66,6 +68,7 @@ impl World {
             started: Instant::now(),
             kills: 0,
             restarts: 0,
+            restarts_of: BTreeMap::new(),
             last_disturbance: Instant::now(),
         };
         world.start_plugin();
@@ -106,23 +109,32 @@ impl World {
         tokio::time::sleep(Duration::from_millis(500)).await;
         self.start_plugin();
         self.restarts += 1;
+        *self.restarts_of.entry("plugin").or_default() += 1;
         self.last_disturbance = Instant::now();
     }
 
-    /// Restarts kube-apiserver (`e2e/cluster.sh restart kube-apiserver`); returns once it is healthy again.
-    pub async fn restart_apiserver(&mut self) -> anyhow::Result<()> {
+    /// Restarts a control-plane process (`e2e/cluster.sh restart <name>`); returns once it is healthy again.
+    pub async fn restart_control_plane(&mut self, component: Component) -> anyhow::Result<()> {
+        let name = component.name();
         let status = tokio::process::Command::new("bash")
             .arg(repo_root().join("e2e/cluster.sh"))
-            .args(["restart", "kube-apiserver"])
+            .args(["restart", name])
             .status()
             .await
-            .context("running e2e/cluster.sh restart kube-apiserver")?;
+            .with_context(|| format!("running e2e/cluster.sh restart {name}"))?;
         if !status.success() {
-            bail!("e2e/cluster.sh restart kube-apiserver failed ({status})");
+            bail!("e2e/cluster.sh restart {name} failed ({status})");
         }
         self.restarts += 1;
+        *self.restarts_of.entry(name).or_default() += 1;
         self.last_disturbance = Instant::now();
         Ok(())
+    }
+
+    /// `plugin 1, kube-apiserver 4, etcd 1`: the restarts so far, by process.
+    pub fn restarts_line(&self) -> String {
+        let counts = self.restarts_of.iter().map(|(name, count)| format!("{name} {count}"));
+        counts.collect::<Vec<_>>().join(", ")
     }
 
     /// Turns `mix` on for `methods` (the plugin re-reads the file on its next call).
@@ -438,5 +450,38 @@ pub async fn settle<F, Fut>(
             println!("{} {phase}: settling under faults, {left} objects left", world.clock());
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The control-plane restarts a phase has still to do (e2e/src/chaos/sizes.rs, `control_plane_restarts`).
+pub struct Restarts {
+    phase: &'static str,
+    due: VecDeque<(Duration, Component)>,
+}
+
+impl Restarts {
+    pub fn plan(sizes: &Sizes, phase: Phase, name: &'static str, window: Duration) -> Restarts {
+        Restarts { phase: name, due: control_plane_restarts(sizes, phase, window).into() }
+    }
+
+    /// `, etcd restart at 20 s, kube-apiserver restart at 40 s`, for the phase's first line.
+    pub fn planned(&self) -> String {
+        self.due.iter().map(|(at, c)| format!(", {} restart at {:.0} s", c.name(), at.as_secs_f64())).collect()
+    }
+
+    /// Restarts what is due by `now` (time from the phase's start).
+    pub async fn run_due(&mut self, now: Duration, world: &mut World) -> anyhow::Result<()> {
+        while self.due.front().is_some_and(|(at, _)| *at <= now) {
+            let Some((_, component)) = self.due.pop_front() else { break };
+            let name = component.name();
+            println!("{} {}: restarting {name}", world.clock(), self.phase);
+            world.restart_control_plane(component).await?;
+            println!("{} {}: {name} is back", world.clock(), self.phase);
+        }
+        Ok(())
+    }
+
+    pub fn done(&self) -> bool {
+        self.due.is_empty()
     }
 }

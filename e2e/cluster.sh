@@ -336,7 +336,7 @@ start_kcm() {
 	start kube-controller-manager "$1" \
 		--kubeconfig="$KUBECONFIG_FILE" \
 		--authentication-kubeconfig="$KUBECONFIG_FILE" --authorization-kubeconfig="$KUBECONFIG_FILE" \
-		--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller \
+		--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller,resourcequota-controller \
 		--leader-elect=false \
 		--bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$CLUSTER_DIR/kcm-certs" \
 		--use-service-account-credentials=false \

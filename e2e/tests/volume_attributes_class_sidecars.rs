@@ -156,10 +156,8 @@ async fn a_quota_per_attribute_class_limits_claims_through_provisioning_and_modi
     assert_eq!(second.spec.unwrap().volume_attributes_class_name.as_deref(), Some(silver.as_str()));
 
     claims.delete("first", &DeleteParams::default()).await.unwrap();
-    eventually("the first claim's volume is deleted", TIMEOUT, || async {
-        !world.plugin_volumes().contains(&handle)
-    })
-    .await;
+    eventually("the first claim's volume is deleted", TIMEOUT, || async { !world.plugin_volumes().contains(&handle) })
+        .await;
     quota_used(&quotas, "gold-claims", "0").await;
 
     claims.patch("second", &PatchParams::default(), &Patch::Merge(&to_gold)).await.unwrap();

@@ -1,5 +1,6 @@
 # The sidecar images, built in your own pipeline: one from-scratch image per binary, the same as `make image`
-# writes into target/image/csi-sidecars.oci.tar (a static binary at /<name>, user 65532:65532, no shell).
+# writes into target/image/csi-sidecars.oci.tar (a static binary at /<name>, no shell, user root as upstream's
+# distroless images: a deployment that sets no runAsUser reaches a root driver's socket as before the swap).
 #
 #   docker build --target csi-provisioner -t REGISTRY/csi-provisioner:TAG .
 #   (targets: csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-sidecars)
@@ -24,30 +25,30 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 FROM scratch AS csi-provisioner
 COPY --from=build --chmod=0755 /out/csi-provisioner /csi-provisioner
-USER 65532:65532
+USER 0:0
 ENTRYPOINT ["/csi-provisioner"]
 
 FROM scratch AS csi-resizer
 COPY --from=build --chmod=0755 /out/csi-resizer /csi-resizer
-USER 65532:65532
+USER 0:0
 ENTRYPOINT ["/csi-resizer"]
 
 FROM scratch AS csi-snapshotter
 COPY --from=build --chmod=0755 /out/csi-snapshotter /csi-snapshotter
-USER 65532:65532
+USER 0:0
 ENTRYPOINT ["/csi-snapshotter"]
 
 FROM scratch AS snapshot-controller
 COPY --from=build --chmod=0755 /out/snapshot-controller /snapshot-controller
-USER 65532:65532
+USER 0:0
 ENTRYPOINT ["/snapshot-controller"]
 
 FROM scratch AS csi-group-snapshotter
 COPY --from=build --chmod=0755 /out/csi-group-snapshotter /csi-group-snapshotter
-USER 65532:65532
+USER 0:0
 ENTRYPOINT ["/csi-group-snapshotter"]
 
 FROM scratch AS csi-sidecars
 COPY --from=build --chmod=0755 /out/csi-sidecars /csi-sidecars
-USER 65532:65532
+USER 0:0
 ENTRYPOINT ["/csi-sidecars"]

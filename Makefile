@@ -1,6 +1,6 @@
 # csi-sidecars — see README.md.
 #   make build   release binaries into target/release
-#   make test    unit tests + csi-sanity + end-to-end tests against a real control plane
+#   make test    unit tests + csi-sanity + end-to-end tests against a real control plane, then on a real node
 #   make lint    rustfmt and clippy (warnings are errors), and the dependency audit (cargo-deny)
 #   make image   the sidecar images as an OCI archive in target/image (no container daemon), then its test
 #   make demo    the examples story by story on a local control plane (KEEP=1 leaves it running)
@@ -10,12 +10,12 @@
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
 
-.PHONY: build test unit sanity e2e e2e-tests lint tools bench chaos cluster-up cluster-down clean image demo
+.PHONY: build test unit sanity e2e e2e-tests node-e2e lint tools bench chaos cluster-up cluster-down clean image demo
 
 build:
 	$(CARGO) build --release --workspace --bins
 
-test: unit sanity e2e
+test: unit sanity e2e node-e2e
 
 # Everything that needs no control plane.
 unit:
@@ -43,6 +43,24 @@ e2e: tools
 	E2E_SIDECAR_MODE=combined $(CARGO) test -p $(E2E_PACKAGE) $(COMBINED_SUITES) || status=$$?; \
 	bash e2e/cluster.sh down; exit $$status
 
+# The node suites, on a node-backed cluster of their own (e2e/README.md, "The node"): both charts installed with
+# helm --wait and our images as pods, upstream's driver manifests with only the sidecar images swapped, pods writing
+# and reading volumes. One test at a time (they share the one node); the cluster is stopped afterwards. A machine
+# that lacks what the node needs (`bash e2e/cluster.sh node-check`; README, "Set up") skips them with a message,
+# unless E2E_NODE=required (.ci/run sets it).
+NODE_SUITES := --test node_charts --test node_dropin --test node_volumes
+
+node-e2e: tools
+	@if ! bash e2e/cluster.sh node-check; then \
+		if [ "$(E2E_NODE)" = required ]; then echo "node-e2e: E2E_NODE=required, but the node cannot run here"; exit 1; fi; \
+		echo "node-e2e: SKIPPED, this machine cannot run the node (README, Set up)"; exit 0; \
+	fi; \
+	set -e; bash e2e/tools.sh build node; $(CARGO) build --workspace --bins; \
+	bash e2e/cluster.sh down; started=$$(date +%s); CLUSTER_NODE=1 bash e2e/cluster.sh up; \
+	status=0; bash e2e/node-images.sh || status=$$?; \
+	[ $$status -ne 0 ] || $(CARGO) test -p $(E2E_PACKAGE) $(NODE_SUITES) -- --ignored --test-threads=1 || status=$$?; \
+	bash e2e/cluster.sh down; echo "node-e2e: $$(( $$(date +%s) - started )) s on the node"; exit $$status
+
 # Only the tests, against a cluster that is already up (for iterating).
 e2e-tests:
 	$(CARGO) build --workspace --bins
@@ -53,12 +71,13 @@ tools:
 	bash e2e/tools.sh build
 
 # Upstream's Go sidecars the bench runs beside ours (e2e/tools.sh builds them from the Go module proxy).
-BENCH_TOOLS := upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
+BENCH_TOOLS := upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller \
+	upstream-csi-attacher
 # The PV binder of kube-controller-manager must not be what the bench measures (its default is 20 requests/s).
 BENCH_KCM_ARGS := --kube-api-qps=1000 --kube-api-burst=2000
 # Only the release binaries the bench runs (the shipped profile; chaos, demo and the rest are not linked for it).
 BENCH_BINS := --bin csi-bench --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin snapshot-controller \
-	--bin csi-sidecars --bin hostpath-plugin --bin csictl
+	--bin csi-attacher --bin csi-sidecars --bin hostpath-plugin --bin csictl
 
 # Release binaries against a fresh control plane whose controller manager has raised limits; the cluster is
 # stopped afterwards. Sizes and rounds: BENCH_* variables (README, "Benchmarks"). Writes target/bench/.
@@ -77,6 +96,7 @@ chaos: tools
 	bash e2e/cluster.sh up
 	status=0; $(CURDIR)/target/debug/chaos || status=$$?; bash e2e/cluster.sh down; exit $$status
 
+# CLUSTER_NODE=1 make cluster-up: with a node (containerd, kubelet, kube-scheduler, kube-proxy).
 cluster-up:
 	bash e2e/cluster.sh up
 

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane on loopback for the e2e tests:
 # etcd + kube-apiserver + kube-controller-manager (volume controllers), built by e2e/tools.sh.
+# With CLUSTER_NODE=1, also a node: containerd, kube-scheduler, kubelet and kube-proxy, the controllers and admission
+# a real cluster has, and one Ready node (e2e/cluster-node.sh; one node-backed cluster per machine).
 #
 #   e2e/cluster.sh up       start the cluster, or reuse a healthy one started earlier (idempotent)
 #   e2e/cluster.sh down     stop exactly the processes `up` started and remove the state directory
 #   e2e/cluster.sh status   print the state; exit 0 when healthy, 1 when unhealthy, 3 when not started
 #   e2e/cluster.sh env      print `export KUBECONFIG=...` for eval
+#   e2e/cluster.sh node-check   print what this machine lacks for CLUSTER_NODE=1 (exit 1 when anything)
+#   e2e/cluster.sh ctr ARGS...  `ctr` against the node's containerd, in the kubelet's namespace (k8s.io)
 #   e2e/cluster.sh restart COMPONENT   stop one component (etcd, kube-apiserver, kube-controller-manager) with
 #                           SIGTERM and start it again with the same flags and state; returns once it is healthy
 #
@@ -19,6 +23,7 @@
 #   CLUSTER_ETCD_PEER_PORT [22380]       CLUSTER_KCM_PORT [20257]         CLUSTER_TIMEOUT [120] seconds per wait
 #   CLUSTER_APISERVER_EXTRA_ARGS, CLUSTER_KCM_EXTRA_ARGS, CLUSTER_ETCD_EXTRA_ARGS: extra flags (word-split)
 #   CLUSTER_ETCD_BIN, CLUSTER_APISERVER_BIN, CLUSTER_KCM_BIN: use these binaries instead of e2e/tools.sh's
+#   CLUSTER_NODE [0]: 1 for the node; CLUSTER_NODE_NAME [e2e-node]; CLUSTER_NODE_IP [10.250.0.1], added to lo
 set -euo pipefail
 
 E2E_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,7 +39,10 @@ TIMEOUT="${CLUSTER_TIMEOUT:-120}"
 # Alpha features the sidecars implement and the suites exercise: claims with a dataSourceRef into another namespace
 # (the API server drops dataSourceRef.namespace without it).
 FEATURE_GATES="CrossNamespaceVolumeDataSource=true"
-COMPONENTS=(etcd kube-apiserver kube-controller-manager) # start order; stopped in reverse
+CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager)
+COMPONENTS=("${CONTROL_PLANE[@]}") # start order, stopped in reverse; the node's are added by load_ports
+# shellcheck source=e2e/cluster-node.sh
+source "$E2E_DIR/cluster-node.sh"
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
@@ -56,7 +64,12 @@ load_ports() {
 		ETCD_PORT="${CLUSTER_ETCD_PORT:-22379}"
 		ETCD_PEER_PORT="${CLUSTER_ETCD_PEER_PORT:-22380}"
 		KCM_PORT="${CLUSTER_KCM_PORT:-20257}"
+		NODE="${CLUSTER_NODE:-0}"
+		NODE_IP="${CLUSTER_NODE_IP:-$NODE_IP_DEFAULT}"
 	fi
+	NODE="${NODE:-0}"
+	COMPONENTS=("${CONTROL_PLANE[@]}")
+	[[ "$NODE" != 1 ]] || COMPONENTS+=("${NODE_COMPONENTS[@]}")
 }
 
 # ---------------------------------------------------------------- processes
@@ -153,6 +166,7 @@ healthy() {
 	etcd) curl -s --max-time 5 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"' ;;
 	kube-apiserver) [[ "$(curl_admin "https://127.0.0.1:$APISERVER_PORT/readyz" 2>/dev/null)" == ok ]] ;;
 	kube-controller-manager) [[ "$(curl -sk --max-time 5 "https://127.0.0.1:$KCM_PORT/healthz" 2>/dev/null)" == ok ]] ;;
+	*) node_healthy "$1" ;;
 	esac
 }
 
@@ -177,6 +191,7 @@ probe() {
 		[[ "$out" == *"readyz check passed"* ]] && out=ok || out="$(echo "$out" | grep -v '^\[+\]')"
 		;;
 	kube-controller-manager) out="$(curl -sSk --max-time 5 "https://127.0.0.1:$KCM_PORT/healthz" 2>&1 || true)" ;;
+	*) out="$(node_probe "$name")" ;;
 	esac
 	if [[ "$out" == ok ]]; then
 		echo healthy
@@ -216,7 +231,11 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 check_ports() {
 	local grace="${1:-0}" bad=0 var port who t0
 	t0="$(now)"
-	for var in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT; do
+	local vars=(ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT)
+	# The node's ports are fixed (one node-backed cluster per machine); 10250 is the kubelet's API.
+	local KUBELET_PORT=10250
+	[[ "$NODE" != 1 ]] || vars+=(KUBELET_PORT KUBELET_HEALTHZ_PORT SCHEDULER_PORT PROXY_HEALTHZ_PORT PROXY_METRICS_PORT)
+	for var in "${vars[@]}"; do
 		port="${!var}"
 		if ! [[ "$port" =~ ^[0-9]+$ ]] || ((port < 1 || port > 65535)); then
 			die "CLUSTER_$var='$port' is not a port number"
@@ -226,7 +245,11 @@ check_ports() {
 		done
 		if port_busy "$port"; then
 			who="$(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o 'users:(.*)' | head -n1 || true)"
-			log "port 127.0.0.1:$port (CLUSTER_$var) is already in use${who:+ by $who}"
+			case "$var" in
+			ETCD_PORT | ETCD_PEER_PORT | APISERVER_PORT | KCM_PORT) var="CLUSTER_$var" ;;
+			*) var="the node's ${var,,}" ;;
+			esac
+			log "port 127.0.0.1:$port ($var) is already in use${who:+ by $who}"
 			bad=1
 		fi
 	done
@@ -255,7 +278,7 @@ gen_pki() {
 		openssl req -new -key apiserver.key -subj "/CN=kube-apiserver" -out apiserver.csr
 		printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature" \
 			"extendedKeyUsage=serverAuth" \
-			"subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
+			"subjectAltName=IP:127.0.0.1,IP:10.0.0.1,IP:$NODE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
 			>apiserver.ext
 		openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
 			-extfile apiserver.ext -out apiserver.crt 2>/dev/null
@@ -273,10 +296,12 @@ gen_pki() {
 	) || die "certificate generation with openssl failed"
 }
 
+# write_kubeconfig FILE USER CERT: a self-contained kubeconfig for the client certificate pki/CERT.{crt,key}
 write_kubeconfig() {
-	local b64="base64 -w0"
-	umask 077
-	cat >"$KUBECONFIG_FILE" <<EOF
+	local file="$1" user="$2" cert="$3" b64="base64 -w0"
+	(
+		umask 077
+		cat >"$file" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -285,17 +310,18 @@ clusters:
     server: https://127.0.0.1:$APISERVER_PORT
     certificate-authority-data: $($b64 <"$PKI/ca.crt")
 users:
-- name: e2e-admin
+- name: $user
   user:
-    client-certificate-data: $($b64 <"$PKI/admin.crt")
-    client-key-data: $($b64 <"$PKI/admin.key")
+    client-certificate-data: $($b64 <"$PKI/$cert.crt")
+    client-key-data: $($b64 <"$PKI/$cert.key")
 contexts:
 - name: csi-sidecars-e2e
   context:
     cluster: csi-sidecars-e2e
-    user: e2e-admin
+    user: $user
 current-context: csi-sidecars-e2e
 EOF
+	)
 }
 
 # ---------------------------------------------------------------- components (cmd_up and cmd_restart)
@@ -311,19 +337,27 @@ start_etcd() {
 }
 
 start_apiserver() {
+	# Without a node: loopback only, no `kubernetes` Endpoints, no ServiceAccount admission (no token controller).
+	# With one: the `kubernetes` Service routes (kube-proxy) to the node's address, pods get their ServiceAccount's
+	# token, the kubelet is authorized as a node, and logs and exec reach it.
+	local mode=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none
+		--authorization-mode=RBAC --disable-admission-plugins=ServiceAccount)
+	if [[ "$NODE" == 1 ]]; then
+		mode=(--bind-address=0.0.0.0 --advertise-address="$NODE_IP" --endpoint-reconciler-type=lease
+			--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
+			--kubelet-preferred-address-types=InternalIP
+			--kubelet-client-certificate="$PKI/kubelet-client.crt" --kubelet-client-key="$PKI/kubelet-client.key")
+	fi
 	# shellcheck disable=SC2086
 	start kube-apiserver "$1" \
 		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-		--bind-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
-		--advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
+		--secure-port="$APISERVER_PORT" "${mode[@]}" \
 		--service-cluster-ip-range=10.0.0.0/24 \
 		--cert-dir="$CLUSTER_DIR/apiserver-certs" \
 		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
 		--client-ca-file="$PKI/ca.crt" \
-		--authorization-mode=RBAC \
 		--service-account-issuer=https://kubernetes.default.svc \
 		--service-account-signing-key-file="$PKI/sa.key" --service-account-key-file="$PKI/sa.pub" \
-		--disable-admission-plugins=ServiceAccount \
 		--allow-privileged=true \
 		--feature-gates="$FEATURE_GATES" \
 		--audit-policy-file="$CLUSTER_DIR/audit-policy.yaml" --audit-log-path="$LOGS/audit.log" \
@@ -332,11 +366,18 @@ start_apiserver() {
 }
 
 start_kcm() {
+	# Without a node, the volume controllers the sidecars meet; with one, every controller a real cluster runs by
+	# default (ServiceAccounts and their tokens, kube-root-ca.crt, node lifecycle, workloads, endpoint slices,
+	# attach/detach, ...).
+	local mode=(--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller,resourcequota-controller)
+	if [[ "$NODE" == 1 ]]; then
+		mode=(--controllers='*' --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt")
+	fi
 	# shellcheck disable=SC2086
 	start kube-controller-manager "$1" \
 		--kubeconfig="$KUBECONFIG_FILE" \
 		--authentication-kubeconfig="$KUBECONFIG_FILE" --authorization-kubeconfig="$KUBECONFIG_FILE" \
-		--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller,resourcequota-controller \
+		"${mode[@]}" \
 		--leader-elect=false \
 		--bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$CLUSTER_DIR/kcm-certs" \
 		--use-service-account-credentials=false \
@@ -347,9 +388,17 @@ start_kcm() {
 # ---------------------------------------------------------------- verbs
 
 cmd_up() {
-	local t0 etcd_bin apiserver_bin kcm_bin c
+	local t0 etcd_bin apiserver_bin kcm_bin c node_bins=()
 	t0="$(now)"
 	load_ports
+	if [[ "${CLUSTER_NODE:-}" == 1 && "$NODE" != 1 && -f "$STATE_ENV" ]]; then
+		die "the cluster in $CLUSTER_DIR runs without a node: \`bash e2e/cluster.sh down\` first, then CLUSTER_NODE=1 up"
+	fi
+	if [[ "$NODE" == 1 ]]; then
+		local missing
+		missing="$(node_missing)"
+		[[ -z "$missing" ]] || die "the node needs what this machine lacks (README, \"Set up\"): $(echo "$missing" | paste -sd, -)"
+	fi
 	if [[ -d "$PIDS" ]] && compgen -G "$PIDS/*.pid" >/dev/null; then
 		local -A state=()
 		local bad=0
@@ -371,12 +420,15 @@ cmd_up() {
 			[[ "${state[$c]}" == healthy ]] || tail_log "$c"
 		done
 		log "restarting the whole cluster (its data is discarded)"
+		[[ "$NODE" != 1 ]] || node_down
 		stop_all KILL
-		rm -rf "$CLUSTER_DIR"
+		remove_state
 		load_ports
 		check_ports 10
 	else
-		rm -rf "$CLUSTER_DIR"
+		# What a node of this state directory left behind (a crash, a reboot) goes first.
+		[[ "$NODE" != 1 ]] || node_down
+		remove_state
 		load_ports
 		check_ports
 	fi
@@ -384,6 +436,10 @@ cmd_up() {
 	etcd_bin="$(binary etcd "${CLUSTER_ETCD_BIN:-}")"
 	apiserver_bin="$(binary kube-apiserver "${CLUSTER_APISERVER_BIN:-}")"
 	kcm_bin="$(binary kube-controller-manager "${CLUSTER_KCM_BIN:-}")"
+	if [[ "$NODE" == 1 ]]; then
+		node_bins=("$(command -v containerd)")
+		for c in kube-scheduler kubelet kube-proxy; do node_bins+=("$(binary "$c" "")"); done
+	fi
 
 	mkdir -p "$CLUSTER_DIR" "$LOGS" "$PIDS"
 	cat >"$STATE_ENV" <<EOF
@@ -391,9 +447,12 @@ APISERVER_PORT=$APISERVER_PORT
 ETCD_PORT=$ETCD_PORT
 ETCD_PEER_PORT=$ETCD_PEER_PORT
 KCM_PORT=$KCM_PORT
+NODE=$NODE
+NODE_IP=$NODE_IP
 EOF
 	gen_pki
-	write_kubeconfig
+	[[ "$NODE" != 1 ]] || node_gen_pki
+	write_kubeconfig "$KUBECONFIG_FILE" e2e-admin admin
 	# Every request a ServiceAccount (a sidecar under test) makes, once answered: what the sidecars cost the API
 	# server (e2e/tests/api_requests.rs counts them per claim) and which calls RBAC refused (code 403).
 	cat >"$CLUSTER_DIR/audit-policy.yaml" <<'POLICY'
@@ -413,6 +472,9 @@ POLICY
 	wait_healthy kube-apiserver || { stop_all; die "kube-apiserver failed to start"; }
 	start_kcm "$kcm_bin"
 	wait_healthy kube-controller-manager || { stop_all; die "kube-controller-manager failed to start"; }
+	if [[ "$NODE" == 1 ]]; then
+		node_up "${node_bins[@]}" || { node_down; stop_all; die "the node failed to start"; }
+	fi
 
 	log "cluster up in $(since "$t0") s: https://127.0.0.1:$APISERVER_PORT ($(version_line))"
 	log "KUBECONFIG=$KUBECONFIG_FILE"
@@ -425,13 +487,21 @@ version_line() {
 
 cmd_down() {
 	load_ports
+	[[ "$NODE" != 1 ]] || node_down
 	if [[ -d "$PIDS" ]]; then
 		stop_all
 	else
 		log "no cluster state in $CLUSTER_DIR"
 	fi
-	rm -rf "$CLUSTER_DIR"
+	remove_state
 	log "down: removed $CLUSTER_DIR"
+}
+
+# remove_state: the state directory, after unmounting anything still mounted inside it (a node's containers), so
+# that removing it never reaches into a mounted filesystem.
+remove_state() {
+	unmount_all_under "$CLUSTER_DIR"
+	rm -rf "$CLUSTER_DIR"
 }
 
 cmd_status() {
@@ -453,6 +523,9 @@ cmd_status() {
 	echo "endpoints: apiserver https://127.0.0.1:$APISERVER_PORT, etcd http://127.0.0.1:$ETCD_PORT" \
 		"(peer $ETCD_PEER_PORT), kcm https://127.0.0.1:$KCM_PORT"
 	echo "kubeconfig: $KUBECONFIG_FILE"
+	if [[ "$NODE" == 1 ]]; then
+		if node_ready; then echo "node: $NODE_NAME Ready ($NODE_IP)"; else echo "node: $NODE_NAME NOT Ready"; ok=1; fi
+	fi
 	if ((ok == 0)); then
 		echo "cluster: healthy ($(version_line))"
 	else
@@ -492,6 +565,10 @@ verb="${1:-}"
 [[ $# -gt 0 ]] && shift
 if [[ "$verb" == restart ]]; then
 	[[ $# -eq 1 ]] || usage
+elif [[ "$verb" == ctr ]]; then
+	load_ports
+	[[ "$NODE" == 1 ]] || die "no node in $CLUSTER_DIR (CLUSTER_NODE=1 bash e2e/cluster.sh up)"
+	exec ctr --address "$(containerd_socket)" --namespace k8s.io "$@"
 else
 	[[ $# -eq 0 ]] || usage
 fi
@@ -504,5 +581,11 @@ up | down | restart)
 	;;
 status) cmd_status ;;
 env) cmd_env ;;
+node-check)
+	missing="$(node_missing)"
+	[[ -n "$missing" ]] || { echo "node: this machine has what CLUSTER_NODE=1 needs"; exit 0; }
+	echo "node: missing $(echo "$missing" | paste -sd, -)"
+	exit 1
+	;;
 *) usage ;;
 esac

@@ -2,14 +2,21 @@
 # Builds the Go test tools of the e2e suite from the Go module proxy and caches
 # the binaries outside the repository. Nothing built here ships.
 #
-#   e2e/tools.sh build [NAME...]   build (or reuse) the named binaries, default: all
+#   e2e/tools.sh build [NAME...]   build (or reuse) the named binaries, default: all but the node's and bench's
+#   e2e/tools.sh build node        build (or reuse) the node's binaries
 #   e2e/tools.sh path NAME         print the absolute path of NAME (building it if missing)
 #   e2e/tools.sh dir NAME          print the directory holding NAME (building it if missing)
 #   e2e/tools.sh list              print the known names and their cache paths
 #   e2e/tools.sh ldflags NAME      print the -ldflags used for NAME
 #
 # Names: etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm
+#        kubelet kube-scheduler kube-proxy pause (the node of `CLUSTER_NODE=1 e2e/cluster.sh up` and its suite;
+#        pause is the pod sandbox, built with `gcc -static` from the kubernetes module's build/pause; `build node`
+#        builds these four)
+#        e2e.test agnhost (Kubernetes' own e2e binary and its test image's program, for `make conformance`;
+#        `build conformance` builds these two)
 #        upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
+#        upstream-csi-attacher
 #        (upstream's Go sidecars, only for `make bench`: `build` without names leaves them out; name them)
 #
 # Cache: ${CSI_SIDECARS_CACHE:-$HOME/.cache/csi-sidecars}/bin/<module>-<hash>/NAME, where <hash> covers the
@@ -22,7 +29,12 @@ GO_DIR="$E2E_DIR/go"
 CACHE_ROOT="${CSI_SIDECARS_CACHE:-${HOME:-/root}/.cache/csi-sidecars}"
 ALL_NAMES=(etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm)
 # Upstream's sidecars, only for `make bench` (side by side with ours); not part of `build` without names.
-BENCH_NAMES=(upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller)
+# The node's binaries (`build node`), only for the node-backed cluster.
+NODE_NAMES=(kubelet kube-scheduler kube-proxy pause)
+# Kubernetes' storage e2e tests (`build conformance`), only for `make conformance`.
+CONFORMANCE_NAMES=(e2e.test agnhost)
+BENCH_NAMES=(upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
+	upstream-csi-attacher)
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 die() { printf '[tools] error: %s\n' "$*" >&2; exit 1; }
@@ -36,13 +48,17 @@ usage() {
 module_of() {
 	case "$1" in
 	etcd) echo etcd ;;
-	kube-apiserver | kube-controller-manager | kubectl) echo k8s ;;
+	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy | pause)
+		echo k8s
+		;;
+	e2e.test | agnhost) echo k8s-e2e ;;
 	csi-sanity) echo tools/csi-sanity ;;
 	helm) echo tools/helm ;;
 	upstream-csi-provisioner) echo tools/external-provisioner ;;
 	upstream-csi-resizer) echo tools/external-resizer ;;
+	upstream-csi-attacher) echo tools/external-attacher ;;
 	upstream-csi-snapshotter | upstream-snapshot-controller) echo tools/external-snapshotter ;;
-	*) die "unknown tool '$1' (known: ${ALL_NAMES[*]} ${BENCH_NAMES[*]})" ;;
+	*) die "unknown tool '$1' (known: ${ALL_NAMES[*]} ${NODE_NAMES[*]} ${CONFORMANCE_NAMES[*]} ${BENCH_NAMES[*]})" ;;
 	esac
 }
 
@@ -50,11 +66,17 @@ module_of() {
 package_of() {
 	case "$1" in
 	etcd) echo go.etcd.io/etcd/server/v3 ;;
-	kube-apiserver | kube-controller-manager | kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
+	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy)
+		echo "k8s.io/kubernetes/cmd/$1"
+		;;
+	pause) echo k8s.io/kubernetes/build/pause/linux/pause.c ;;
+	e2e.test) echo k8s.io/kubernetes/test/e2e ;;
+	agnhost) echo k8s.io/kubernetes/test/images/agnhost ;;
 	csi-sanity) echo github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity ;;
 	helm) echo helm.sh/helm/v3/cmd/helm ;;
 	upstream-csi-provisioner) echo github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner ;;
 	upstream-csi-resizer) echo github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer ;;
+	upstream-csi-attacher) echo github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher ;;
 	upstream-csi-snapshotter) echo github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter ;;
 	upstream-snapshot-controller) echo github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller ;;
 	esac
@@ -70,8 +92,8 @@ mod_version() {
 ldflags_of() {
 	local name="$1" v
 	case "$name" in
-	kube-apiserver | kube-controller-manager | kubectl)
-		v="$(mod_version k8s k8s.io/kubernetes)"
+	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy | e2e.test)
+		v="$(mod_version "$(module_of "$name")" k8s.io/kubernetes)"
 		local major minor date pkg flags=""
 		major="${v#v}"; major="${major%%.*}"
 		minor="${v#v*.}"; minor="${minor%%.*}"
@@ -96,9 +118,10 @@ ldflags_of() {
 			"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor" \
 			"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
 		;;
-	etcd) echo "" ;; # etcd's version is a constant in its api module
+	etcd | pause | agnhost) echo "" ;; # etcd's version is a constant in its api module; pause is C
 	upstream-csi-provisioner) echo "-X main.version=$(mod_version tools/external-provisioner github.com/kubernetes-csi/external-provisioner/v6)" ;;
 	upstream-csi-resizer) echo "-X main.version=$(mod_version tools/external-resizer github.com/kubernetes-csi/external-resizer/v2)" ;;
+	upstream-csi-attacher) echo "-X main.version=$(mod_version tools/external-attacher github.com/kubernetes-csi/external-attacher/v4)" ;;
 	upstream-csi-snapshotter | upstream-snapshot-controller)
 		echo "-X main.version=$(mod_version tools/external-snapshotter github.com/kubernetes-csi/external-snapshotter/v8)"
 		;;
@@ -153,9 +176,14 @@ build_one() {
 		return 0
 	fi
 	ldflags="-s -w $(ldflags_of "$name")"
+	# e2e.test is a package's test binary.
+	local verb=(build)
+	[[ "$name" != e2e.test ]] || verb=(test -c)
 	log "$name: building $pkg (module e2e/go/$mod) ..."
 	start=$(date +%s)
-	if ! (cd "$GO_DIR/$mod" && CGO_ENABLED=0 go build "${BUILD_FLAGS[@]}" -ldflags "$ldflags" \
+	if [[ "$name" == pause ]]; then
+		build_pause "$out.tmp.$$" || { rm -f "$out.tmp.$$"; exec 9>&-; die "pause: gcc -static failed"; }
+	elif ! (cd "$GO_DIR/$mod" && CGO_ENABLED=0 go "${verb[@]}" "${BUILD_FLAGS[@]}" -ldflags "$ldflags" \
 		-o "$out.tmp.$$" "$pkg"); then
 		rm -f "$out.tmp.$$"
 		exec 9>&-
@@ -165,6 +193,18 @@ build_one() {
 	end=$(date +%s)
 	log "$name: built in $((end - start)) s -> $out ($(du -h "$out" | cut -f1))"
 	exec 9>&-
+}
+
+# build_pause OUT: the pod sandbox's one process, from the pause.c of the kubernetes release the wrapper module
+# pins, with the flags of its build/pause/Makefile (static, so the image needs nothing else).
+build_pause() {
+	local v dir tag
+	command -v gcc >/dev/null 2>&1 || die "pause: gcc is needed (apt-get install gcc libc6-dev)"
+	v="$(mod_version k8s k8s.io/kubernetes)"
+	dir="$(cd "$GO_DIR/k8s" && go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[[ -f "$dir/build/pause/linux/pause.c" ]] || die "pause: no build/pause/linux/pause.c in k8s.io/kubernetes@$v"
+	tag="$(sed -n 's/^TAG ?= //p' "$dir/build/pause/Makefile")"
+	gcc -Os -Wall -Werror -static -DVERSION="v$tag-csi-sidecars" -o "$1" "$dir/build/pause/linux/pause.c" && strip "$1"
 }
 
 require_go() {
@@ -177,6 +217,8 @@ case "$cmd" in
 build)
 	require_go
 	[[ $# -gt 0 ]] || set -- "${ALL_NAMES[@]}"
+	[[ "$*" != node ]] || set -- "${NODE_NAMES[@]}"
+	[[ "$*" != conformance ]] || set -- "${CONFORMANCE_NAMES[@]}"
 	for n in "$@"; do module_of "$n" >/dev/null; done
 	total_start=$(date +%s)
 	for n in "$@"; do build_one "$n"; done
@@ -197,7 +239,7 @@ ldflags)
 	;;
 list)
 	require_go
-	for n in "${ALL_NAMES[@]}" "${BENCH_NAMES[@]}"; do
+	for n in "${ALL_NAMES[@]}" "${NODE_NAMES[@]}" "${CONFORMANCE_NAMES[@]}" "${BENCH_NAMES[@]}"; do
 		d="$(bin_dir_of "$n")"
 		if [[ -x "$d/$n" ]]; then s=built; else s=missing; fi
 		printf '%-24s %-8s %s\n' "$n" "$s" "$d/$n"

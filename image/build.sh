@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the sidecar images without a container daemon: statically linked release binaries, one from-scratch
-# image per binary (the binary alone, run as a non-root user, no shell), written as one OCI archive.
+# image per binary (the binary alone, no shell, run as root like upstream's), written as one OCI archive.
 #
 #   image/build.sh            build the binaries, then the archive (make image)
 #   image/build.sh --layout   only assemble the archive from binaries already built
@@ -10,9 +10,7 @@
 # (org.opencontainers.image.ref.name), e.g. push one with
 #   skopeo copy oci-archive:target/image/csi-sidecars.oci.tar:csi-provisioner docker://REGISTRY/csi-provisioner:TAG
 #
-# An OCI layout is plain files: each blob (layer tar.gz, config JSON, manifest JSON) stored under its sha256, an
-# index.json naming the manifests, and an oci-layout marker; tar, gzip and sha256sum are all it takes. Timestamps
-# are fixed and tar entries sorted, so the same binaries give the same digests.
+# The archive is written by image/oci.sh (tar, gzip and sha256sum); the same binaries give the same digests.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,9 +21,12 @@ PACKAGES=(provisioner resizer snapshot-binaries csi-sidecars)
 BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/$TARGET_TRIPLE/release"
 OUT_DIR="$ROOT/target/image"
 ARCHIVE="$OUT_DIR/csi-sidecars.oci.tar"
-# The image user: not root, no home, no shell (distroless' "nonroot" numbers).
-IMAGE_USER="65532:65532"
-EPOCH="1970-01-01T00:00:00Z"
+# The image user: root, as upstream's images (FROM gcr.io/distroless/static:latest) run, so that a swap in a
+# deployment that sets no runAsUser can still connect to a root driver's socket (created 0755 by its umask). The
+# charts run the sidecars as 65532 through their securityContext (README, "Swapping images").
+IMAGE_USER="0:0"
+# shellcheck source=image/oci.sh
+source "$ROOT/image/oci.sh"
 
 log() { printf '[image] %s\n' "$*" >&2; }
 
@@ -43,60 +44,19 @@ build_binaries() {
 		cargo build --release --locked --target "$TARGET_TRIPLE" "${args[@]}")
 }
 
-sha() { sha256sum "$1" | cut -d' ' -f1; }
-size() { stat -c %s "$1"; }
-
-# store FILE -> moves FILE into blobs/sha256/<digest>, prints the digest
-store() {
-	local digest
-	digest="$(sha "$1")"
-	mv -f "$1" "$LAYOUT/blobs/sha256/$digest"
-	echo "$digest"
-}
-
-# image BINARY VERSION -> one image: layer, config, manifest; prints the manifest's index entry
+# image BINARY VERSION: one image, the binary alone at /BINARY (in the archive being written)
 image() {
-	local bin="$1" version="$2"
-	local root="$WORK/rootfs-$bin" diff_id layer_digest layer_size config config_digest manifest manifest_digest
+	local bin="$1" version="$2" root="$WORK/rootfs-$1" digest size _
 	mkdir -p "$root"
 	install -m 0755 "$BIN_DIR/$bin" "$root/$bin"
-	tar --create --file "$WORK/layer.tar" --directory "$root" --sort=name --format=ustar \
-		--owner=0 --group=0 --numeric-owner --mtime="@0" "$bin"
-	diff_id="$(sha "$WORK/layer.tar")"
-	gzip -n -9 <"$WORK/layer.tar" >"$WORK/layer.tar.gz"
-	layer_size="$(size "$WORK/layer.tar.gz")"
-	layer_digest="$(store "$WORK/layer.tar.gz")"
-
-	config="$WORK/config.json"
-	printf '%s' "{\"created\":\"$EPOCH\",\"architecture\":\"amd64\",\"os\":\"linux\",\
-\"config\":{\"User\":\"$IMAGE_USER\",\"Entrypoint\":[\"/$bin\"],\"WorkingDir\":\"/\",\
-\"Labels\":{\"org.opencontainers.image.title\":\"$bin\",\"org.opencontainers.image.version\":\"$version\",\
-\"org.opencontainers.image.licenses\":\"Apache-2.0\"}},\
-\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:$diff_id\"]},\
-\"history\":[{\"created\":\"$EPOCH\",\"created_by\":\"image/build.sh: /$bin, static release build\"}]}" >"$config"
-	local config_size
-	config_size="$(size "$config")"
-	config_digest="$(store "$config")"
-
-	manifest="$WORK/manifest.json"
-	printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\
-\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"sha256:$config_digest\",\
-\"size\":$config_size},\
-\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"sha256:$layer_digest\",\
-\"size\":$layer_size}],\
-\"annotations\":{\"org.opencontainers.image.title\":\"$bin\",\"org.opencontainers.image.version\":\"$version\"}}" \
-		>"$manifest"
-	local manifest_size
-	manifest_size="$(size "$manifest")"
-	manifest_digest="$(store "$manifest")"
-	printf '%s' "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:$manifest_digest\",\
-\"size\":$manifest_size,\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"},\
-\"annotations\":{\"org.opencontainers.image.ref.name\":\"$bin\"}}"
-	log "$bin: $(du -h "$BIN_DIR/$bin" | cut -f1) binary, layer $(numfmt --to=iec "$layer_size"), manifest sha256:${manifest_digest:0:12}"
+	oci_layer "$root"
+	oci_image "$bin" "$IMAGE_USER" "/$bin" "$bin" "$version" "image/build.sh: /$bin, static release build" "$OCI_LAYER"
+	read -r digest size _ <<<"$OCI_LAYER"
+	log "$bin: $(du -h "$BIN_DIR/$bin" | cut -f1) binary, layer $(numfmt --to=iec "$size"), manifest sha256:${OCI_MANIFEST_DIGEST:0:12}"
 }
 
 assemble() {
-	local version b entries=() joined
+	local version b
 	version="$(version)"
 	for b in "${BINARIES[@]}"; do
 		[[ -x "$BIN_DIR/$b" ]] || { log "error: $BIN_DIR/$b is missing (run image/build.sh without --layout)"; exit 1; }
@@ -104,16 +64,9 @@ assemble() {
 	mkdir -p "$OUT_DIR"
 	WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
 	trap 'rm -rf "$WORK"' EXIT
-	LAYOUT="$WORK/layout"
-	mkdir -p "$LAYOUT/blobs/sha256"
-	for b in "${BINARIES[@]}"; do entries+=("$(image "$b" "$version")"); done
-	joined="$(IFS=,; echo "${entries[*]}")"
-	printf '%s' "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[$joined]}" \
-		>"$LAYOUT/index.json"
-	printf '%s' '{"imageLayoutVersion":"1.0.0"}' >"$LAYOUT/oci-layout"
-	tar --create --file "$ARCHIVE.tmp" --directory "$LAYOUT" --sort=name --format=ustar \
-		--owner=0 --group=0 --numeric-owner --mtime="@0" oci-layout index.json blobs
-	mv -f "$ARCHIVE.tmp" "$ARCHIVE"
+	oci_begin "$WORK"
+	for b in "${BINARIES[@]}"; do image "$b" "$version"; done
+	oci_write "$ARCHIVE"
 	log "wrote $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1), ${#BINARIES[@]} images, version $version)"
 }
 

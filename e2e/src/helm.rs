@@ -119,12 +119,32 @@ pub struct Release {
 impl Release {
     /// `helm install` of `chart` as `name` in `namespace`, with extra `values` arguments; panics with helm's text.
     pub fn install(chart: Chart, name: &str, namespace: &str, values: &[String]) -> Release {
+        Self::install_with(chart, name, namespace, values, "--wait=false")
+    }
+
+    /// [`Release::install`] with `--wait`: returns once every Deployment and DaemonSet of the release has its pods
+    /// ready (on the node; the plain cluster runs no pods).
+    pub fn install_ready(chart: Chart, name: &str, namespace: &str, values: &[String]) -> Release {
+        Self::install_with(chart, name, namespace, values, "--wait=true --timeout=180s")
+    }
+
+    fn install_with(chart: Chart, name: &str, namespace: &str, values: &[String], wait: &str) -> Release {
         let dir = chart.dir().display().to_string();
-        let mut args = strings(&["install", name, &dir, "--namespace", namespace, "--wait=false"]);
+        let mut args = strings(&["install", name, &dir, "--namespace", namespace]);
+        args.extend(wait.split(' ').map(String::from));
         args.extend_from_slice(values);
         let notes = run("helm", &args, None).unwrap_or_else(|e| panic!("helm install {name}: {e}"));
         eprintln!("{notes}");
         Release { name: name.to_string(), namespace: namespace.to_string() }
+    }
+
+    /// `helm upgrade --wait` of this release with `values` (a full set: nothing is reused).
+    pub fn upgrade_ready(&self, chart: Chart, values: &[String]) {
+        let dir = chart.dir().display().to_string();
+        let mut args = strings(&["upgrade", &self.name, &dir, "--namespace", &self.namespace]);
+        args.extend(strings(&["--wait=true", "--timeout=180s"]));
+        args.extend_from_slice(values);
+        run("helm", &args, None).unwrap_or_else(|e| panic!("helm upgrade {}: {e}", self.name));
     }
 
     /// The manifest helm installed.

@@ -5,6 +5,7 @@
 //! plugin and sidecar processes, works in a namespace of its own, waits with
 //! bounded timeouts, and on failure prints the logs of every process it started.
 
+pub mod attacher_world;
 pub mod audit;
 pub mod backend;
 pub mod bench;
@@ -15,6 +16,8 @@ pub mod group_world;
 pub mod helm;
 mod http;
 mod namespace;
+pub mod node;
+pub mod node_driver;
 pub mod plugin_command;
 mod process;
 pub mod provisioner_world;
@@ -24,6 +27,7 @@ pub mod resizer_world;
 pub mod sidecar_mode;
 mod snapshot_crds;
 pub mod snapshot_world;
+pub mod upstream_manifests;
 mod wait;
 
 pub use cluster::{Cluster, clean_up, repo_root};

@@ -38,6 +38,7 @@ pub enum Sidecar {
     Resizer,
     SnapshotController,
     Snapshotter,
+    Attacher,
     /// The runtime's test elector (`sidecar-runtime-elector`): only what leader election needs of every sidecar's
     /// rules, the Lease Role and the events rule (client-go's LeaderElection event), here taken from the resizer's.
     Elector,
@@ -51,6 +52,7 @@ impl Sidecar {
             Sidecar::Resizer => "csi-resizer",
             Sidecar::SnapshotController => "snapshot-controller",
             Sidecar::Snapshotter => "csi-snapshotter",
+            Sidecar::Attacher => "csi-attacher",
             Sidecar::Elector => "elector",
         }
     }
@@ -61,6 +63,7 @@ impl Sidecar {
             Sidecar::Resizer | Sidecar::Elector => "external-resizer.yaml",
             Sidecar::SnapshotController => "snapshot-controller.yaml",
             Sidecar::Snapshotter => "csi-snapshotter.yaml",
+            Sidecar::Attacher => "external-attacher.yaml",
         }
     }
 }
@@ -364,17 +367,20 @@ mod tests {
             Sidecar::Resizer,
             Sidecar::SnapshotController,
             Sidecar::Snapshotter,
+            Sidecar::Attacher,
             Sidecar::Elector,
         ] {
             let rules = Rules::of(sidecar);
-            assert!(grants(&rules.cluster, "", "events", "create"), "{sidecar:?}: events create");
+            // Upstream's attacher records no events: its errors go to the VolumeAttachment's status.
+            let events = sidecar != Sidecar::Attacher;
+            assert_eq!(grants(&rules.cluster, "", "events", "create"), events, "{sidecar:?}: events create");
             assert!(grants(&rules.namespaced, "coordination.k8s.io", "leases", "update"), "{sidecar:?}: leases");
         }
     }
 
     #[test]
     fn upstream_rules_are_kept_as_upstream_writes_them() {
-        let rows: [(Sidecar, bool, &str, &str, &str, bool); 9] = [
+        let rows: [(Sidecar, bool, &str, &str, &str, bool); 12] = [
             // (sidecar, cluster-wide, group, resource, verb, granted)
             (Sidecar::Provisioner, true, "", "persistentvolumes", "create", true),
             (Sidecar::Provisioner, true, "", "persistentvolumes", "update", false),
@@ -385,6 +391,9 @@ mod tests {
             (Sidecar::Resizer, true, "", "persistentvolumes", "update", false),
             (Sidecar::Snapshotter, true, "snapshot.storage.k8s.io", "volumesnapshotcontents", "create", false),
             (Sidecar::SnapshotController, true, "snapshot.storage.k8s.io", "volumesnapshotcontents", "create", true),
+            (Sidecar::Attacher, true, "storage.k8s.io", "volumeattachments/status", "patch", true),
+            (Sidecar::Attacher, true, "storage.k8s.io", "volumeattachments", "update", false),
+            (Sidecar::Attacher, true, "", "events", "create", false),
         ];
         for (sidecar, cluster, group, resource, verb, granted) in rows {
             let rules = Rules::of(sidecar);

@@ -65,16 +65,27 @@ fn by_default_each_sidecar_role_leaves_out_only_the_optional_rules() {
 
 #[test]
 fn only_enabled_sidecars_get_roles() {
-    let names: Vec<String> = roles(Chart::CsiSidecars, &[]).into_iter().map(|(k, n, _)| format!("{k}/{n}")).collect();
-    assert_eq!(
-        names,
-        [
-            "ClusterRole/r-csi-sidecars-provisioner",
-            "ClusterRole/r-csi-sidecars-resizer",
-            "Role/r-csi-sidecars-provisioner",
-            "Role/r-csi-sidecars-resizer",
-        ]
-    );
+    // The node half (registrar, livenessprobe, the driver in node mode) adds no role: they use no API.
+    for values in [&[][..], &["node.enabled=true", "csiDriver.enabled=true"][..]] {
+        let names: Vec<String> =
+            roles(Chart::CsiSidecars, values).into_iter().map(|(k, n, _)| format!("{k}/{n}")).collect();
+        assert_eq!(
+            names,
+            [
+                "ClusterRole/r-csi-sidecars-provisioner",
+                "ClusterRole/r-csi-sidecars-resizer",
+                "Role/r-csi-sidecars-provisioner",
+                "Role/r-csi-sidecars-resizer",
+            ],
+            "{values:?}"
+        );
+    }
+    let rendered = template(Chart::CsiSidecars, "r", "storage", &["--set".into(), "node.enabled=true".into()]).unwrap();
+    for binding in
+        documents(&rendered).iter().filter(|d| d["kind"] == "ClusterRoleBinding" || d["kind"] == "RoleBinding")
+    {
+        assert_eq!(binding["subjects"][0]["name"], "r-csi-sidecars", "only the controller's account: {binding}");
+    }
 }
 
 #[test]

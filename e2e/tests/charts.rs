@@ -26,17 +26,25 @@ fn both_charts_lint_and_render_with_default_and_full_values() {
             for kind in ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"] {
                 assert!(kinds.iter().any(|k| k == kind), "{} with {label} renders no {kind}: {kinds:?}", chart.name());
             }
+            // The node half and the CSIDriver are off by default and on in the full values.
+            let node_half = chart == Chart::CsiSidecars && label == "full values";
+            for kind in ["DaemonSet", "CSIDriver"] {
+                assert_eq!(kinds.iter().any(|k| k == kind), node_half, "{} with {label}: {kind}", chart.name());
+            }
         }
     }
 }
 
 #[test]
 fn values_the_schema_refuses_fail_to_render() {
-    let rows: [(Chart, &str, &str); 5] = [
+    let rows: [(Chart, &str, &str); 8] = [
         (Chart::CsiSidecars, "replicas=-1", "minimum"),
         (Chart::CsiSidecars, "provisioner.timeout=ten", "pattern"),
         (Chart::CsiSidecars, "loggingFormat=xml", "loggingFormat"),
         (Chart::CsiSidecars, "resizer.unknownOption=true", "unknownOption"),
+        (Chart::CsiSidecars, "node.kubeletDir=var/lib/kubelet", "pattern"),
+        (Chart::CsiSidecars, "node.registrar.httpPort=0", "minimum"),
+        (Chart::CsiSidecars, "csiDriver.fsGroupPolicy=Always", "fsGroupPolicy"),
         (Chart::SnapshotController, "leaderElection.leaseDuration=15x", "pattern"),
     ];
     for (chart, set, expected) in rows {
@@ -58,6 +66,115 @@ fn the_sidecar_chart_deploys_what_its_values_enable() {
     assert_eq!(
         containers(&["resizer.enabled=false", "snapshotter.enabled=true"]),
         ["driver", "csi-provisioner", "csi-snapshotter"]
+    );
+}
+
+/// The rendered object of `kind` for `--set` `values`.
+fn rendered(kind: &str, values: &[&str]) -> Result<serde_json::Value, String> {
+    let values: Vec<String> = values.iter().flat_map(|v| ["--set".to_string(), v.to_string()]).collect();
+    let rendered = template(Chart::CsiSidecars, "r", "storage", &values)?;
+    Ok(documents(&rendered).into_iter().find(|d| d["kind"] == kind).unwrap_or_else(|| panic!("no {kind}")))
+}
+
+#[test]
+fn a_driver_its_sidecars_could_not_connect_to_is_refused_with_the_ways_out() {
+    // By default the pod runs every container as 65532: the driver too, so its socket is the sidecars' user's.
+    let deployment = rendered("Deployment", &[]).unwrap();
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsUser"], 65532);
+    let driver = pod["containers"].as_array().unwrap().iter().find(|c| c["name"] == "driver").unwrap();
+    assert!(driver.get("securityContext").is_none(), "the driver inherits the pod's user: {driver}");
+
+    let refused = rendered("Deployment", &["driver.securityContext.runAsUser=0"]).unwrap_err();
+    assert!(refused.contains("the driver runs as user 0 and the sidecars as user 65532"), "{refused}");
+    for way_out in ["driver.securityContext.runAsUser=65532", "securityContext.runAsUser=0", "reachableByOtherUsers"] {
+        assert!(refused.contains(way_out), "{way_out}: {refused}");
+    }
+    // Either way out renders: the sidecars as the driver's user (as upstream's manifests run them), or a driver
+    // that opens its socket to them.
+    let root =
+        ["driver.securityContext.runAsUser=0", "securityContext.runAsUser=0", "securityContext.runAsNonRoot=false"];
+    rendered("Deployment", &root).unwrap();
+    rendered("Deployment", &["driver.securityContext.runAsUser=0", "socket.reachableByOtherUsers=true"]).unwrap();
+    let combined = rendered("Deployment", &["mode=combined", "driver.securityContext.runAsUser=1000"]).unwrap_err();
+    assert!(combined.contains("the driver runs as user 1000"), "{combined}");
+}
+
+#[test]
+fn the_node_half_mounts_the_kubelets_directories_and_registers_the_drivers_socket() {
+    let values = ["node.enabled=true", "driver.name=hostpath.csi.k8s.io", "image.registry=registry.example.com"];
+    let daemonset = rendered("DaemonSet", &values).unwrap();
+    let pod = &daemonset["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "r-csi-sidecars-node");
+    let containers = pod["containers"].as_array().unwrap();
+    let names: Vec<&str> = containers.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["driver", "csi-node-driver-registrar", "livenessprobe"]);
+
+    let driver = &containers[0];
+    assert_eq!(driver["securityContext"]["privileged"], true, "mounting needs it");
+    assert_eq!(driver["livenessProbe"]["httpGet"]["port"], "healthz");
+    assert_eq!(driver["ports"][0]["containerPort"], 9808, "livenessprobe's port, probed on the driver");
+    let propagated: Vec<(&str, &str)> = driver["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| Some((m["mountPath"].as_str()?, m["mountPropagation"].as_str()?)))
+        .collect();
+    assert_eq!(propagated, [("/var/lib/kubelet/pods", "Bidirectional"), ("/var/lib/kubelet/plugins", "Bidirectional")]);
+
+    let registrar = &containers[1];
+    assert_eq!(registrar["image"], "registry.example.com/csi-node-driver-registrar:0.1.0");
+    let env = |c: &serde_json::Value, name: &str| -> String {
+        let var = c["env"].as_array().unwrap().iter().find(|e| e["name"] == name).unwrap();
+        var["value"].as_str().unwrap().to_string()
+    };
+    assert_eq!(env(registrar, "DRIVER_REG_SOCK_PATH"), "/var/lib/kubelet/plugins/hostpath.csi.k8s.io/csi.sock");
+    assert_eq!(env(registrar, "ADDRESS"), "/csi/csi.sock");
+    let args: Vec<&str> = registrar["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(args.contains(&"--kubelet-registration-path=$(DRIVER_REG_SOCK_PATH)"), "{args:?}");
+    assert_eq!(containers[2]["image"], "registry.example.com/livenessprobe:0.1.0");
+    let kept = rendered("DaemonSet", &["node.enabled=true", "node.registrar.image=example.com/registrar:v2"]).unwrap();
+    assert_eq!(
+        kept["spec"]["template"]["spec"]["containers"][1]["image"], "example.com/registrar:v2",
+        "another registrar"
+    );
+    for sidecar in &containers[1..] {
+        let name = sidecar["name"].as_str().unwrap();
+        let security = &sidecar["securityContext"];
+        // Root (the kubelet's registration directory and the driver's socket are root's), and nothing more.
+        assert_eq!(security["runAsUser"], 0, "{name}");
+        assert_eq!(security["privileged"], false, "{name}");
+        assert_eq!(security["readOnlyRootFilesystem"], true, "{name}");
+        assert_eq!(security["allowPrivilegeEscalation"], false, "{name}");
+        assert_eq!(security["capabilities"]["drop"], json!(["ALL"]), "{name}");
+    }
+    let host_paths: Vec<(&str, &str)> = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["name"].as_str().unwrap(), v["hostPath"]["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        host_paths,
+        [
+            ("socket-dir", "/var/lib/kubelet/plugins/hostpath.csi.k8s.io"),
+            ("mountpoint-dir", "/var/lib/kubelet/pods"),
+            ("plugins-dir", "/var/lib/kubelet/plugins"),
+            ("registration-dir", "/var/lib/kubelet/plugins_registry"),
+        ]
+    );
+    // The node pods are not the controller Deployment's, nor its metrics Service's.
+    let deployment = rendered("Deployment", &values).unwrap();
+    assert_eq!(deployment["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"], "controller");
+    assert_eq!(daemonset["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"], "node");
+
+    let csi_driver = rendered("CSIDriver", &["csiDriver.enabled=true", "csiDriver.fsGroupPolicy=File"]).unwrap();
+    assert_eq!(csi_driver["metadata"]["name"], "hostpath.csi.k8s.io");
+    assert_eq!(
+        csi_driver["spec"],
+        json!({"attachRequired": false, "podInfoOnMount": false, "fsGroupPolicy": "File",
+               "volumeLifecycleModes": ["Persistent"], "requiresRepublish": false, "storageCapacity": false,
+               "seLinuxMount": false})
     );
 }
 

@@ -61,3 +61,39 @@ snapshotter: csi-snapshotter
 - --leader-election-retry-period={{ $v.leaderElection.retryPeriod }}
 {{- end }}
 {{- end -}}
+
+{{/* The controller Deployment's pods, and the node DaemonSet's: the selector labels and the component. */}}
+{{- define "csi-sidecars.controllerSelectorLabels" -}}
+{{ include "csi-sidecars.selectorLabels" . }}
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{- define "csi-sidecars.nodeSelectorLabels" -}}
+{{ include "csi-sidecars.selectorLabels" . }}
+app.kubernetes.io/component: node
+{{- end -}}
+
+{{/* The node pods' ServiceAccount: no role is bound to it (the registrar and livenessprobe use no API). */}}
+{{- define "csi-sidecars.nodeServiceAccountName" -}}
+{{- printf "%s-node" (include "csi-sidecars.fullname" .) -}}
+{{- end -}}
+
+{{/*
+A driver and sidecars run as different users cannot talk: connecting to a unix socket needs write permission on it,
+and a driver creates its socket with its umask (0755, only its own user may connect; a root driver's socket shuts out
+the sidecars' 65532). Rendering fails with the ways out, unless socket.reachableByOtherUsers says the driver opens
+its socket to them. The users are the containers' runAsUser, else the pod's; an image's own user is not known here.
+*/}}
+{{- define "csi-sidecars.checkSocketReach" -}}
+{{- $v := .Values -}}
+{{- $pod := $v.podSecurityContext | default dict -}}
+{{- $driver := $v.driver.securityContext | default dict -}}
+{{- $sidecars := $v.securityContext | default dict -}}
+{{- $driverUser := "" -}}
+{{- if hasKey $driver "runAsUser" }}{{ $driverUser = toString $driver.runAsUser }}{{ else if hasKey $pod "runAsUser" }}{{ $driverUser = toString $pod.runAsUser }}{{ end -}}
+{{- $sidecarUser := "" -}}
+{{- if hasKey $sidecars "runAsUser" }}{{ $sidecarUser = toString $sidecars.runAsUser }}{{ else if hasKey $pod "runAsUser" }}{{ $sidecarUser = toString $pod.runAsUser }}{{ end -}}
+{{- if and $driverUser $sidecarUser (ne $driverUser $sidecarUser) (not $v.socket.reachableByOtherUsers) -}}
+{{- fail (printf "the driver runs as user %s and the sidecars as user %s: a driver's socket is only writable by its own user (mode 0755 from its umask) and connecting needs write permission, so the sidecars could not reach it. Run the driver as the sidecars' user (driver.securityContext.runAsUser=%s), or the sidecars as the driver's (securityContext.runAsUser=%s, with securityContext.runAsNonRoot=false for root, as upstream's manifests do), or set socket.reachableByOtherUsers=true if the driver makes its socket writable for them" $driverUser $sidecarUser $sidecarUser $driverUser) -}}
+{{- end -}}
+{{- end -}}

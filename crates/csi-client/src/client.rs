@@ -149,6 +149,11 @@ impl CsiClient {
         proto::CreateVolumeRequest => proto::CreateVolumeResponse);
     rpc!(delete_volume, ControllerClient, "Controller", "DeleteVolume", delete_volume,
         proto::DeleteVolumeRequest => proto::DeleteVolumeResponse);
+    rpc!(controller_publish_volume, ControllerClient, "Controller", "ControllerPublishVolume", controller_publish_volume,
+        proto::ControllerPublishVolumeRequest => proto::ControllerPublishVolumeResponse);
+    rpc!(controller_unpublish_volume, ControllerClient, "Controller", "ControllerUnpublishVolume",
+        controller_unpublish_volume,
+        proto::ControllerUnpublishVolumeRequest => proto::ControllerUnpublishVolumeResponse);
     rpc!(controller_expand_volume, ControllerClient, "Controller", "ControllerExpandVolume", controller_expand_volume,
         proto::ControllerExpandVolumeRequest => proto::ControllerExpandVolumeResponse);
     rpc!(controller_modify_volume, ControllerClient, "Controller", "ControllerModifyVolume", controller_modify_volume,

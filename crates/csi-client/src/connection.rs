@@ -1,9 +1,10 @@
 //! Dialling a CSI plugin over its unix socket.
 //!
 //! As csi-lib-utils does: a bare path or `unix://` address, no TLS, a connect
-//! attempt at most every second until a bounded deadline ("Still connecting"
-//! logged every 10 s), and detection of a lost connection so that a sidecar can
-//! exit and let the kubelet restart it next to the restarted plugin.
+//! attempt at most every second until a bounded deadline, and detection of a lost
+//! connection so that a sidecar can exit and let the kubelet restart it next to the
+//! restarted plugin. Unlike its "Still connecting" lines, ours name why each dial
+//! failed (see [`crate::dial_failure`]).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -21,10 +22,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tonic::transport::{Channel, Uri};
 
+use crate::dial_failure::{DialFailure, Reported, permission_detail, report_due};
+
 /// How often a dial is retried while the plugin is not up yet.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
-/// How often a "still connecting" line is logged.
-const REPORT_EVERY: Duration = Duration::from_secs(10);
 /// Largest header block (a gRPC error's message travels in one) accepted from the driver: grpc-go's client default,
 /// which upstream's sidecars use. hyper's default of 16 KiB would turn a driver's long error message into a
 /// connection error, and a lost connection ends the sidecar.
@@ -141,7 +142,7 @@ pub async fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Connectio
         .connect_timeout(RETRY_EVERY)
         .http2_max_header_list_size(MAX_HEADER_LIST_SIZE);
     let started = Instant::now();
-    let mut last_report = started;
+    let mut reported: Option<Reported> = None;
     tracing::info!(endpoint = %endpoint, "connecting to CSI driver");
     loop {
         match builder.connect_with_connector(connector.clone()).await {
@@ -159,14 +160,29 @@ pub async fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Connectio
                 if waited >= timeout {
                     return Err(ConnectError::Timeout { endpoint: endpoint.clone(), waited, last_error });
                 }
-                if last_report.elapsed() >= REPORT_EVERY {
-                    tracing::warn!(endpoint = %endpoint, error = %last_error, "still connecting to CSI driver");
-                    last_report = Instant::now();
+                let failure = DialFailure::of(&err, &last_error);
+                let now = Instant::now();
+                if report_due(reported.as_ref(), &failure, now) {
+                    report(endpoint, &failure, &last_error, waited);
+                    reported = Some(Reported { at: now, failure });
                 }
                 let remaining = timeout.saturating_sub(waited);
                 tokio::time::sleep(RETRY_EVERY.min(remaining)).await;
             }
         }
+    }
+}
+
+/// One "still connecting" line, at warning level so the default verbosity shows it.
+fn report(endpoint: &Endpoint, failure: &DialFailure, text: &str, waited: Duration) {
+    let waited = format!("{}s", waited.as_secs());
+    match failure {
+        DialFailure::PermissionDenied => tracing::warn!(
+            endpoint = %endpoint, reason = failure.name(), %waited, detail = %permission_detail(endpoint.path()),
+            "still connecting to CSI driver"
+        ),
+        _ => tracing::warn!(endpoint = %endpoint, reason = failure.name(), %waited, error = %text,
+            "still connecting to CSI driver"),
     }
 }
 

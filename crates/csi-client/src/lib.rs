@@ -2,6 +2,7 @@
 //!
 //! - [`proto`]: CSI v1.12 types and gRPC stubs generated from `proto/csi.proto`.
 //! - [`connection`]: dial a plugin's unix socket, wait for it, notice when it goes away.
+//! - [`dial_failure`]: why a dial failed, by name, and when a waiting sidecar logs it.
 //! - [`client`]: typed calls, each under the caller's timeout, logged without secrets and measured.
 //! - [`error`]: the one taxonomy the sidecars decide retries on.
 //! - [`metrics`]: `csi_sidecar_operations_seconds`, as csi-lib-utils exposes it.
@@ -14,6 +15,7 @@ pub mod access_modes;
 pub mod capabilities;
 pub mod client;
 pub mod connection;
+pub mod dial_failure;
 pub mod error;
 pub mod metrics;
 pub mod quantity;

@@ -167,3 +167,23 @@ async fn unimplemented_services_answer_unimplemented() {
     assert_eq!(err.code(), tonic::Code::Unimplemented);
     assert_eq!(err.disposition_for(Call::DeleteVolume), Disposition::Final);
 }
+
+#[tokio::test]
+async fn publish_and_unpublish_reach_the_controller_service_under_their_method_names() {
+    let running = start(FakePlugin { name: "attach.csi".into(), ..Default::default() });
+    let mut registry = Registry::default();
+    let metrics = OperationMetrics::register(&mut registry);
+    let connection = connect(&endpoint(&running.socket), Duration::from_secs(5)).await.unwrap();
+    let client = CsiClient::new(&connection, Duration::from_secs(5), metrics);
+    client.driver_info().await.unwrap();
+    // The fake serves neither call: the answer and the metric show which RPC was asked.
+    let publish = client.controller_publish_volume(proto::ControllerPublishVolumeRequest::default()).await;
+    let unpublish = client.controller_unpublish_volume(proto::ControllerUnpublishVolumeRequest::default()).await;
+    assert_eq!(publish.unwrap_err().code(), tonic::Code::Unimplemented);
+    assert_eq!(unpublish.unwrap_err().code(), tonic::Code::Unimplemented);
+    let text = metrics_text(&registry);
+    for method in ["ControllerPublishVolume", "ControllerUnpublishVolume"] {
+        let needle = format!(r#"method_name="/csi.v1.Controller/{method}",grpc_status_code="Unimplemented"}} 1"#);
+        assert!(text.contains(&needle), "missing {needle}\n{text}");
+    }
+}

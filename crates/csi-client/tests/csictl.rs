@@ -81,3 +81,23 @@ async fn bad_usage_is_rejected_by_name() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("only unix sockets"), "{}", text(&out.stderr));
 }
+
+#[tokio::test]
+async fn publish_and_unpublish_name_their_calls() {
+    let running = start(FakePlugin { name: "attach.csi".into(), ..Default::default() });
+    let socket = running.socket.display().to_string();
+    // The fake plugin serves neither: the error names the call that was made.
+    for (args, method) in [
+        (&["publish-volume", "vol-1", "--node-id", "n1"][..], "ControllerPublishVolume"),
+        (&["unpublish-volume", "vol-1", "--node-id", "n1"][..], "ControllerUnpublishVolume"),
+    ] {
+        let mut argv = vec!["--endpoint", socket.as_str()];
+        argv.extend(args);
+        let out = csictl(&argv).await;
+        assert!(!out.status.success());
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&format!("/csi.v1.Controller/{method}")), "{stderr}");
+    }
+    let missing_node = csictl(&["--endpoint", &socket, "publish-volume", "vol-1"]).await;
+    assert!(text(&missing_node.stderr).contains("--node-id"), "a node is required to publish");
+}

@@ -56,6 +56,14 @@ pub fn translate_in_tree_pv_to_csi(pv: &PersistentVolume) -> Result<PersistentVo
     plugin.pv_to_csi(pv.clone())
 }
 
+/// The handle ListVolumes reports for a volume of `driver` whose handle came from an in-tree PV: GCE PD's in-tree
+/// form leaves the project (and maybe the zone) out and the driver's node ID has them (csi-translation-lib
+/// translate.go, RepairVolumeHandle). An error for a driver that replaces no in-tree plugin.
+pub fn repair_volume_handle(driver: &str, handle: &str, node_id: &str) -> Result<String, TranslationError> {
+    let plugin = Plugin::by_driver(driver).ok_or_else(|| TranslationError::UnknownDriver(driver.to_string()))?;
+    plugin.repair_volume_handle(handle, node_id)
+}
+
 /// A CSI PV of a replacing driver in the in-tree plugin's form.
 pub fn translate_csi_pv_to_in_tree(pv: &PersistentVolume) -> Result<PersistentVolume, TranslationError> {
     let driver = pv.spec.as_ref().and_then(|s| s.csi.as_ref()).map(|c| c.driver.clone());

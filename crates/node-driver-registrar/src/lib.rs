@@ -9,6 +9,7 @@
 //! - [`registration_server`] and [`health_server`]: the sockets and the HTTP endpoint.
 //! - [`start`]: the process's life; [`flags`]: upstream's command line.
 
+pub mod authority;
 pub mod flags;
 pub mod health_server;
 pub mod registration_server;

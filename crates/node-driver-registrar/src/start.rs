@@ -7,7 +7,10 @@ use std::time::Duration;
 use csi_client::{CsiClient, Endpoint, OperationMetrics};
 use sidecar_runtime::Shutdown;
 use tokio::sync::mpsc;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
+
+use crate::authority::LocalAuthority;
 
 use crate::flags::Args;
 use crate::proto::registration_server::RegistrationServer;
@@ -84,9 +87,11 @@ async fn register(args: &Args, driver: &str, health_address: Option<String>, shu
             }
         }
     }
-    let serving = tonic::transport::Server::builder()
-        .add_service(RegistrationServer::new(service))
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown.triggered());
+    let serving =
+        tonic::transport::Server::builder().add_service(RegistrationServer::new(service)).serve_with_incoming_shutdown(
+            UnixListenerStream::new(listener).map(|accepted| accepted.map(LocalAuthority::new)),
+            shutdown.triggered(),
+        );
     let status = tokio::select! {
         served = serving => match served {
             Ok(()) => 0,

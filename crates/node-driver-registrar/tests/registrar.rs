@@ -250,3 +250,74 @@ async fn exits_as_upstream_on_bad_flags_and_a_driver_without_a_name() {
     assert_eq!(registrar.exited().await.code(), Some(1));
     assert_eq!(std::fs::read_to_string(setup.registration_socket()).unwrap(), "data");
 }
+
+/// One HTTP/2 frame: its type, flags, stream and payload.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let length = payload.len();
+    let mut bytes = vec![(length >> 16) as u8, (length >> 8) as u8, length as u8, kind, flags];
+    bytes.extend_from_slice(&stream.to_be_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// Reads one frame: (type, flags, stream, payload).
+async fn read_frame(stream: &mut tokio::net::UnixStream) -> (u8, u8, u32, Vec<u8>) {
+    let mut header = [0u8; 9];
+    stream.read_exact(&mut header).await.unwrap();
+    let length = usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+    let mut payload = vec![0u8; length];
+    stream.read_exact(&mut payload).await.unwrap();
+    (header[3], header[4], u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff, payload)
+}
+
+/// The kubelet dials the registration socket with grpc-go's default authority, the socket path percent-encoded
+/// (no `WithAuthority` in its plugin watcher). Such a request is written here frame by frame, as grpc-go writes it,
+/// and GetInfo must answer it rather than reset the stream.
+#[tokio::test]
+async fn getinfo_answers_a_request_whose_authority_is_the_socket_path() {
+    use prost::Message as _;
+    let setup = Setup::new();
+    setup.start_driver("{}");
+    let _registrar = setup.start_registrar(&[]);
+    let socket = setup.registration_socket();
+    wait_for("the registration socket", || socket.exists()).await;
+    let authority = socket.display().to_string().replace('/', "%2F");
+
+    let mut stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+    let mut request = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    request.extend(frame(0x4, 0, 0, &[])); // SETTINGS
+    let headers: [(&[u8], &[u8]); 6] = [
+        (b":method", b"POST"),
+        (b":scheme", b"http"),
+        (b":path", b"/pluginregistration.Registration/GetInfo"),
+        (b":authority", authority.as_bytes()),
+        (b"content-type", b"application/grpc"),
+        (b"te", b"trailers"),
+    ];
+    request.extend(frame(0x1, 0x4, 1, &loona_hpack::Encoder::new().encode(headers))); // HEADERS, END_HEADERS
+    request.extend(frame(0x0, 0x1, 1, &[0, 0, 0, 0, 0])); // DATA: an empty InfoRequest, END_STREAM
+    stream.write_all(&request).await.unwrap();
+
+    let mut decoder = loona_hpack::Decoder::new();
+    let (mut message, mut status) = (Vec::new(), None);
+    while status.is_none() {
+        let (kind, flags, id, payload) =
+            tokio::time::timeout(Duration::from_secs(10), read_frame(&mut stream)).await.expect("the server answers");
+        match kind {
+            0x3 => panic!("the server reset the stream (RST_STREAM {payload:?})"),
+            0x4 if flags & 0x1 == 0 => stream.write_all(&frame(0x4, 0x1, 0, &[])).await.unwrap(), // SETTINGS ACK
+            0x0 if id == 1 => message.extend_from_slice(&payload),
+            0x1 if id == 1 => {
+                let headers = decoder.decode(&payload).unwrap();
+                let grpc_status = headers.iter().find(|(name, _)| name.as_slice() == b"grpc-status");
+                if let Some((_, value)) = grpc_status {
+                    status = Some(String::from_utf8(value.clone()).unwrap());
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(status.as_deref(), Some("0"), "GetInfo succeeds");
+    let info = node_driver_registrar::proto::PluginInfo::decode(&message[5..]).unwrap();
+    assert_eq!((info.name.as_str(), info.endpoint.as_str()), (DRIVER, HOST_SOCKET));
+}

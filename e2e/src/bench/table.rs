@@ -25,6 +25,9 @@ fn order(scenario: &str) -> usize {
         "idle_combined",
         "provision_cached",
         "provision_cached_combined",
+        "attach",
+        "attach_ceiling",
+        "attach_during_detach_burst",
     ]
     .iter()
     .position(|s| *s == scenario)

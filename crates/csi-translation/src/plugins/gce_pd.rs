@@ -111,6 +111,48 @@ fn single_node_access_modes(modes: &[String]) -> Vec<String> {
     vec![mode.to_string()]
 }
 
+/// A handle of an in-tree PV with its project (and zone or region) left `UNSPECIFIED`, completed from the node ID
+/// (`projects/<project>/zones/<zone>/instances/<name>`), as the driver reports it in ListVolumes; a complete handle
+/// stays as it is (csi-translation-lib plugins/gce_pd.go, RepairVolumeHandle).
+pub fn repair_volume_handle(handle: &str, node_id: &str) -> Result<String, TranslationError> {
+    let parts: Vec<&str> = handle.split('/').collect();
+    if parts.len() < HANDLE_PARTS {
+        return Err(TranslationError::VolumeHandle(format!(
+            "volume handle has wrong number of elements; got {}, wanted {HANDLE_PARTS} or more",
+            parts.len()
+        )));
+    }
+    if parts[1] != UNSPECIFIED {
+        return Ok(handle.to_string());
+    }
+    let node: Vec<&str> = node_id.split('/').collect();
+    if node.len() < HANDLE_PARTS {
+        return Err(TranslationError::VolumeHandle(format!(
+            "node handle has wrong number of elements; got {}, wanted {HANDLE_PARTS} or more",
+            node.len()
+        )));
+    }
+    let (project, location, disk) = (node[1], parts[3], parts[HANDLE_DISK_NAME]);
+    match parts[2] {
+        "zones" => {
+            let zone = if location == UNSPECIFIED { node[3] } else { location };
+            Ok(format!("projects/{project}/zones/{zone}/disks/{disk}"))
+        }
+        "regions" => {
+            let region = match location {
+                UNSPECIFIED => region_from_zones(&[node[3].to_string()]).map_err(|e| {
+                    TranslationError::VolumeHandle(format!("failed to get region from zone {}: {e}", node[3]))
+                })?,
+                region => region.to_string(),
+            };
+            Ok(format!("projects/{project}/regions/{region}/disks/{disk}"))
+        }
+        other => Err(TranslationError::VolumeHandle(format!(
+            "expected volume handle to have zones or regions regionality value, got: {other}"
+        ))),
+    }
+}
+
 /// The one region of GCE zones (`us-central1-a` → `us-central1`).
 fn region_from_zones(zones: &[String]) -> Result<String, String> {
     if zones.is_empty() {

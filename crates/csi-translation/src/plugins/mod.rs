@@ -114,6 +114,14 @@ impl Plugin {
         }
     }
 
+    /// A volume handle completed from the node ID where the in-tree form left parts out (only GCE PD does).
+    pub fn repair_volume_handle(self, handle: &str, node_id: &str) -> Result<String, TranslationError> {
+        match self {
+            Plugin::GcePd => gce_pd::repair_volume_handle(handle, node_id),
+            _ => Ok(handle.to_string()),
+        }
+    }
+
     pub fn pv_to_in_tree(self, pv: PersistentVolume) -> Result<PersistentVolume, TranslationError> {
         match self {
             Plugin::AwsEbs => aws_ebs::pv_to_in_tree(pv),

@@ -14,14 +14,13 @@ mod steps;
 mod stores;
 mod sync;
 mod writes;
-mod written;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use sidecar_runtime::watch::CacheProvider;
+use sidecar_runtime::watch::{CacheProvider, Written};
 use sidecar_runtime::{EventRecorder, Loop, QueueMetrics, RetryPolicy, WorkQueue};
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +32,6 @@ use crate::translate::modification::decide::ModificationConfig;
 use crate::translate::names::EVENT_COMPONENT;
 use memory::Memory;
 use stores::{Feeds, Stores};
-use written::Written;
 
 /// The queue key of a claim: `namespace/name`, as upstream.
 pub type ClaimKey = String;

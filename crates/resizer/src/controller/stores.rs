@@ -80,14 +80,14 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     watches.watch(feeds.claims, Api::all(client.clone()), move |change| match change {
         Change::Applied { object: claim, listed: true, .. } => {
             let key = claim_key(claim);
-            s.written_claims.seen(&key, claim);
+            s.written_claims.seen(claim);
             if first_list && uncertain_at_startup(claim) {
                 s.memory.mark_uncertain(&key);
             }
             s.queue.add(key);
         }
         Change::Applied { old, object: claim, listed: false } => {
-            s.written_claims.seen(&claim_key(claim), claim);
+            s.written_claims.seen(claim);
             let (expansion, modification) = (s.options.expansion.as_ref(), s.options.modification.is_some());
             let volume_cached = |volume: &str| s.stores.volume(volume).is_some();
             if old.is_none_or(|old| claim_update_needs_sync(&old, claim, expansion, modification, volume_cached)) {
@@ -98,7 +98,7 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
             let key = claim_key(claim);
             s.queue.forget(&key);
             s.memory.forget(&key);
-            s.written_claims.forget(&key);
+            s.written_claims.forget(claim);
         }
         Change::Listed => first_list = false,
     });
@@ -106,10 +106,8 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     let s = shared.clone();
     watches.watch(feeds.volumes, Api::all(client.clone()), move |change| {
         match change {
-            Change::Applied { object: volume, .. } => {
-                s.written_volumes.seen(volume.metadata.name.as_deref().unwrap_or_default(), volume)
-            }
-            Change::Deleted(volume) => s.written_volumes.forget(volume.metadata.name.as_deref().unwrap_or_default()),
+            Change::Applied { object: volume, .. } => s.written_volumes.seen(volume),
+            Change::Deleted(volume) => s.written_volumes.forget(volume),
             Change::Listed => {}
         }
         if let Some(key) = claim_of_new_volume(&change) {

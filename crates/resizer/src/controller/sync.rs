@@ -10,12 +10,14 @@ use super::{ClaimKey, Shared, expand, modify};
 use crate::translate::claim::bound_volume_name;
 
 pub(super) async fn sync(shared: Arc<Shared>, key: ClaimKey) -> Outcome {
-    let Some(claim) = shared.written_claims.newest(&key, shared.stores.claim(&key)) else { return Outcome::Done };
+    let Some(claim) = shared.stores.claim(&key).map(|cached| shared.written_claims.newest(cached)) else {
+        return Outcome::Done;
+    };
     let volume_name = bound_volume_name(&claim).to_string();
     if volume_name.is_empty() {
         return Outcome::Done;
     }
-    let Some(volume) = shared.written_volumes.newest(&volume_name, shared.stores.volume(&volume_name)) else {
+    let Some(volume) = shared.stores.volume(&volume_name).map(|cached| shared.written_volumes.newest(cached)) else {
         // A claim can name its PV before the PV reaches the cache.
         tracing::debug!(claim = %key, volume = %volume_name, "volume not in the cache yet, retrying");
         return Outcome::Retry;

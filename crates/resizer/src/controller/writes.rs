@@ -10,7 +10,6 @@ use kube::api::{Patch, PatchParams};
 use sidecar_runtime::PlannedEvent;
 
 use super::Shared;
-use crate::translate::claim::claim_key;
 use crate::translate::patch::{ClaimStatusPatch, VolumePatch};
 use crate::translate::secret_ref::SecretRef;
 
@@ -37,7 +36,7 @@ impl Shared {
         let name = crate::translate::claim::claim_name(claim);
         let patched =
             api.patch_status(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await?;
-        self.written_claims.record(claim_key(&patched), patched.clone());
+        self.written_claims.record(patched.clone());
         Ok(patched)
     }
 
@@ -53,7 +52,7 @@ impl Shared {
         let name = crate::translate::claim::volume_name(volume);
         let patched =
             api.patch(name, &PatchParams::default(), &Patch::Strategic(patch.strategic_merge_patch())).await?;
-        self.written_volumes.record(name.to_string(), patched.clone());
+        self.written_volumes.record(patched.clone());
         Ok(patched)
     }
 

@@ -159,9 +159,9 @@ pub struct StandardArgs {
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]
     pub automaxprocs: bool,
 
-    /// Accepted for compatibility; has no effect (logs are written unbuffered).
-    #[arg(long, hide = true, value_parser = go_duration)]
-    pub log_flush_frequency: Option<Duration>,
+    /// Accepted for compatibility, with component-base's default; has no effect (logs are written unbuffered).
+    #[arg(long, hide = true, default_value = "5s", value_parser = go_duration)]
+    pub log_flush_frequency: Duration,
 
     /// Accepted for compatibility (component-base's alpha logging flags); no effect.
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = go_bool)]

@@ -34,8 +34,8 @@ use crate::flags::CommonArgs;
 use decision::{Decision, Now, Observer};
 use lease::{LeaseLock, record_from_lease};
 pub use names::{
-    SNAPSHOT_CONTROLLER_LEASE_NAME, default_identity, group_snapshotter_lease_name, provisioner_lease_name,
-    resizer_lease_name, sanitize_name, snapshotter_lease_name,
+    SNAPSHOT_CONTROLLER_LEASE_NAME, attacher_lease_name, default_identity, group_snapshotter_lease_name,
+    provisioner_lease_name, resizer_lease_name, sanitize_name, snapshotter_lease_name,
 };
 pub use status::{HEALTH_TOLERANCE, LeaderStatus};
 

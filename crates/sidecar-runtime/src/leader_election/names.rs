@@ -24,6 +24,11 @@ pub fn resizer_lease_name(driver: &str) -> String {
     sanitize_name(&format!("external-resizer-{driver}"))
 }
 
+/// csi-attacher: `external-attacher-leader-<driver>` (external-attacher cmd/csi-attacher/main.go).
+pub fn attacher_lease_name(driver: &str) -> String {
+    sanitize_name(&format!("external-attacher-leader-{driver}"))
+}
+
 /// csi-snapshotter: `external-snapshotter-leader-<driver>`.
 pub fn snapshotter_lease_name(driver: &str) -> String {
     sanitize_name(&format!("external-snapshotter-leader-{driver}"))
@@ -78,7 +83,7 @@ mod tests {
 
     #[test]
     fn lease_names_per_sidecar() {
-        let cases: [(NameOf, &str, &str); 7] = [
+        let cases: [(NameOf, &str, &str); 9] = [
             (provisioner_lease_name, "hostpath.csi.k8s.io", "hostpath-csi-k8s-io"),
             (provisioner_lease_name, "example.com/csi", "example-com-csi"),
             (resizer_lease_name, "hostpath.csi.k8s.io", "external-resizer-hostpath-csi-k8s-io"),
@@ -86,6 +91,8 @@ mod tests {
             (snapshotter_lease_name, "hostpath.csi.k8s.io", "external-snapshotter-leader-hostpath-csi-k8s-io"),
             (snapshotter_lease_name, "example.com/csi", "external-snapshotter-leader-example-com-csi"),
             (snapshotter_lease_name, "odd_", "external-snapshotter-leader-odd-X"),
+            (attacher_lease_name, "hostpath.csi.k8s.io", "external-attacher-leader-hostpath-csi-k8s-io"),
+            (attacher_lease_name, "example.com/csi_x", "external-attacher-leader-example-com-csi-x"),
         ];
         for (name_of, driver, expected) in cases {
             assert_eq!(name_of(driver), expected, "driver {driver:?}");

@@ -29,8 +29,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use backoff::{RetryPolicy, Schedule};
-use metrics::BoundQueueMetrics;
 pub use metrics::QueueMetrics;
+use metrics::{Backlog, BoundQueueMetrics};
 
 /// What a key needs to be queued: cheap clones, equality and hashing.
 pub trait QueueKey: Clone + Eq + Hash + Send + Sync + 'static {}
@@ -111,7 +111,10 @@ impl<K: QueueKey> WorkQueue<K> {
     pub fn with_metrics(name: impl Into<String>, policy: RetryPolicy, metrics: &QueueMetrics) -> WorkQueue<K> {
         let name = name.into();
         let bound = metrics.for_queue(&name);
-        WorkQueue::build(name, policy, Some(bound))
+        let queue = WorkQueue::build(name.clone(), policy, Some(bound));
+        let backlog: Arc<dyn Backlog> = queue.inner.clone();
+        metrics.watch_backlog(&name, Arc::downgrade(&backlog));
+        queue
     }
 
     /// [`WorkQueue::with_metrics`] when `metrics` is given, else [`WorkQueue::new`].
@@ -381,6 +384,15 @@ impl<K: QueueKey> WorkQueue<K> {
         if idle {
             self.inner.idle.notify_waiters();
         }
+    }
+}
+
+impl<K: QueueKey> Backlog for Inner<K> {
+    fn oldest_wait(&self) -> Option<Duration> {
+        let state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Keys are queued at the back, each stamped then: the front one has waited longest.
+        let front = state.queue.front()?;
+        state.queued_at.get(front).map(|queued| queued.elapsed())
     }
 }
 

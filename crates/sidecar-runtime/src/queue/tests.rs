@@ -266,6 +266,38 @@ async fn metrics_follow_the_queue() {
     assert!(text.contains("workqueue_queue_duration_seconds_count{name=\"claims\"} 1"), "{text}");
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_oldest_waiting_key_shows_its_age_per_queue() {
+    let mut registry = Registry::default();
+    let metrics = QueueMetrics::register(&mut registry);
+    let attach: WorkQueue<&'static str> = WorkQueue::with_metrics("attach", RetryPolicy::default(), &metrics);
+    let detach: WorkQueue<&'static str> = WorkQueue::with_metrics("detach", RetryPolicy::default(), &metrics);
+    let age_of = |registry: &Registry, name: &str| {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        let prefix = format!("workqueue_oldest_item_age_seconds{{name=\"{name}\"}} ");
+        let line = text.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{prefix}: {text}"));
+        line[prefix.len()..].parse::<f64>().unwrap()
+    };
+    detach.add("old");
+    tokio::time::advance(Duration::from_secs(30)).await;
+    detach.add("new");
+    attach.add("a");
+    tokio::time::advance(Duration::from_secs(5)).await;
+    assert_eq!(age_of(&registry, "detach"), 35.0, "the head of the queue, not the newest key");
+    assert_eq!(age_of(&registry, "attach"), 5.0, "each queue its own age");
+    let taken = detach.next().await.unwrap();
+    assert_eq!(*taken.key(), "old");
+    assert_eq!(age_of(&registry, "detach"), 5.0, "a key a worker holds no longer waits");
+    drop(taken);
+    let _ = detach.next().await.unwrap();
+    assert_eq!(age_of(&registry, "detach"), 0.0, "an empty queue reads 0");
+    drop(attach);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(!text.contains("oldest_item_age_seconds{name=\"attach\"}"), "a dropped queue is no longer reported");
+}
+
 #[test]
 fn the_more_urgent_outcome_wins() {
     let s = Duration::from_secs;

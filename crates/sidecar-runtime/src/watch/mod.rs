@@ -18,6 +18,7 @@
 //! retry each object from `--retry-interval-start` to `--retry-interval-max`; [`crate::WorkQueue`] does that.
 
 mod provider;
+mod written;
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -30,6 +31,7 @@ use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 
 pub use provider::{CacheFeed, CacheProvider};
+pub use written::Written;
 
 /// What a cached kind needs.
 pub trait Watched:

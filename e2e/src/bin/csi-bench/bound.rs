@@ -114,14 +114,14 @@ fn objects(
 const BACKEND_CALLS: usize = 32;
 
 /// One connection to the plugin at `socket`, as the bench's own client (not a sidecar's: no metrics of interest).
-async fn plugin_client(socket: &std::path::Path) -> anyhow::Result<CsiClient> {
+pub async fn plugin_client(socket: &std::path::Path) -> anyhow::Result<CsiClient> {
     let endpoint: Endpoint = socket.display().to_string().parse().context("plugin endpoint")?;
     let connection = connect(&endpoint, Duration::from_secs(30)).await.context("connect to the plugin")?;
     Ok(CsiClient::new(&connection, Duration::from_secs(30), OperationMetrics::default()))
 }
 
 /// A 1Gi single-node block volume named `name`; its id.
-async fn backend_volume(client: &CsiClient, name: String) -> anyhow::Result<String> {
+pub async fn backend_volume(client: &CsiClient, name: String) -> anyhow::Result<String> {
     let capability = proto::VolumeCapability {
         access_type: Some(volume_capability::AccessType::Block(volume_capability::BlockVolume {})),
         access_mode: Some(volume_capability::AccessMode {

@@ -3,6 +3,7 @@
 //! ones, each scenario beside its ceiling (a bare client doing the same API work under the same limits).
 //! Writes target/bench/results.json, results.md (the table) and chart.svg. Sizes and rounds: see `Config`.
 
+mod attach;
 mod bound;
 mod cached;
 mod expand;
@@ -59,6 +60,8 @@ pub fn counts_by_kind(counts: &BTreeMap<(String, String), usize>) -> BTreeMap<St
 struct Config {
     scenarios: Vec<String>,
     rounds: usize,
+    attach: (usize, usize),
+    burst: (attach::Burst, attach::Burst),
     provision: (usize, usize),
     expand: (usize, usize),
     modify: (usize, usize),
@@ -73,11 +76,25 @@ struct Config {
 
 impl Config {
     fn from_env() -> Config {
-        let scenarios = std::env::var("BENCH_SCENARIOS")
-            .unwrap_or_else(|_| "provision,expand,modify,snapshot,group,idle".to_string());
+        let scenarios = std::env::var("BENCH_SCENARIOS").unwrap_or_else(|_| {
+            "provision,expand,modify,snapshot,group,idle,attach,attach_during_detach_burst".to_string()
+        });
         Config {
             scenarios: scenarios.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
             rounds: env_number("BENCH_ROUNDS", 2),
+            attach: (env_number("BENCH_ATTACHMENTS_AT_DEFAULT_LIMITS", 50), env_number("BENCH_ATTACHMENTS", 1000)),
+            burst: (
+                attach::Burst {
+                    detaches: env_number("BENCH_BURST_DETACHES_AT_DEFAULT_LIMITS", 500),
+                    attaches: env_number("BENCH_BURST_ATTACHES_AT_DEFAULT_LIMITS", 10),
+                    unpublish_ms: env_number("BENCH_BURST_UNPUBLISH_MS", 1000) as u64,
+                },
+                attach::Burst {
+                    detaches: env_number("BENCH_BURST_DETACHES", 500),
+                    attaches: env_number("BENCH_BURST_ATTACHES", 50),
+                    unpublish_ms: env_number("BENCH_BURST_UNPUBLISH_MS", 1000) as u64,
+                },
+            ),
             provision: (
                 env_number("BENCH_PROVISION_CLAIMS_AT_DEFAULT_LIMITS", 50),
                 env_number("BENCH_PROVISION_CLAIMS", 1000),
@@ -125,6 +142,7 @@ impl Runs {
         results.ceilings.insert("modify".into(), "modify_ceiling".into());
         results.ceilings.insert("snapshot".into(), "snapshot_ceiling".into());
         results.ceilings.insert("group".into(), "group_ceiling".into());
+        results.ceilings.insert("attach".into(), "attach_ceiling".into());
         for ((scenario, side, limits), runs) in &self.0 {
             results.insert(scenario, side, limits, Summary::of(runs));
         }
@@ -152,7 +170,7 @@ fn sides(round: usize) -> [Side; 2] {
     if round % 2 == 1 { [Side::Ours, Side::Upstream] } else { [Side::Upstream, Side::Ours] }
 }
 
-const KNOWN: &str = "provision, expand, modify, snapshot, group, idle";
+const KNOWN: &str = "provision, expand, modify, snapshot, group, idle, attach, attach_during_detach_burst";
 
 type RoundFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<Run>> + 'a>>;
 
@@ -168,6 +186,8 @@ struct Comparison<'a> {
 enum How<'a> {
     /// A world each: one after another, or at once when the client limiter bounds every side.
     Apart { ceiling: Box<dyn Fn() -> RoundFuture<'a> + 'a>, side: Box<dyn Fn(Side) -> RoundFuture<'a> + 'a> },
+    /// A world each, no ceiling (what is measured has no bare-client equivalent).
+    SidesOnly(Box<dyn Fn(Side) -> RoundFuture<'a> + 'a>),
     /// One after another in one world ([`snapshot::Round`]): snapshot-controller acts on every world's objects.
     OneWorld(Box<dyn Fn([Side; 2], Step) -> OneWorldFuture<'a> + 'a>),
 }
@@ -238,6 +258,30 @@ impl<'a> Comparison<'a> {
                     how: How::OneWorld(Box::new(move |sides, step| Box::pin(group::round(limits, shape, sides, step)))),
                 }
             }
+            "attach" => {
+                let n = Config::size(config.attach, limits);
+                Comparison {
+                    ceiling: "attach_ceiling",
+                    size: format!("{n} VolumeAttachments"),
+                    how: How::Apart {
+                        ceiling: Box::new(move || Box::pin(attach::ceiling(limits, n))),
+                        side: Box::new(move |side| Box::pin(attach::attach(side, limits, n))),
+                    },
+                }
+            }
+            "attach_during_detach_burst" => {
+                let burst = if limits.name == Limits::DEFAULT.name { config.burst.0 } else { config.burst.1 };
+                Comparison {
+                    ceiling: "",
+                    size: format!(
+                        "{} attaches behind {} detaches of {} ms",
+                        burst.attaches, burst.detaches, burst.unpublish_ms
+                    ),
+                    how: How::SidesOnly(Box::new(move |side| {
+                        Box::pin(attach::during_detach_burst(side, limits, burst))
+                    })),
+                }
+            }
             _ => return None,
         };
         Some(comparison)
@@ -260,6 +304,13 @@ async fn scenario(name: &str, config: &Config, runs: &mut Runs) {
             };
             let (run_ceiling, run_side) = match &comparison.how {
                 How::Apart { ceiling, side } => (ceiling, side),
+                How::SidesOnly(side) => {
+                    for side_of_round in sides(round) {
+                        step.announce(side_of_round.name());
+                        runs.record(name, side_of_round.name(), limits, side(side_of_round).await);
+                    }
+                    continue;
+                }
                 How::OneWorld(one_world) => {
                     let round = one_world(sides(round), step).await;
                     runs.record(comparison.ceiling, BARE, limits, round.ceiling);

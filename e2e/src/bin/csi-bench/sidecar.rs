@@ -31,6 +31,7 @@ pub enum Kind {
     Resizer,
     SnapshotController,
     Snapshotter,
+    Attacher,
 }
 
 impl Kind {
@@ -41,6 +42,7 @@ impl Kind {
             Kind::Resizer => "csi-resizer",
             Kind::SnapshotController => "snapshot-controller",
             Kind::Snapshotter => "csi-snapshotter",
+            Kind::Attacher => "csi-attacher",
         }
     }
 
@@ -48,7 +50,7 @@ impl Kind {
     fn workers_flag(self) -> &'static str {
         match self {
             Kind::Resizer => "--workers",
-            Kind::Provisioner | Kind::SnapshotController | Kind::Snapshotter => "--worker-threads",
+            Kind::Provisioner | Kind::SnapshotController | Kind::Snapshotter | Kind::Attacher => "--worker-threads",
         }
     }
 
@@ -60,6 +62,7 @@ impl Kind {
             Kind::Resizer => Sidecar::Resizer,
             Kind::SnapshotController => Sidecar::SnapshotController,
             Kind::Snapshotter => Sidecar::Snapshotter,
+            Kind::Attacher => Sidecar::Attacher,
         }
     }
 }
@@ -98,7 +101,7 @@ impl Limits {
     pub fn concurrency(&self, kind: Kind) -> usize {
         self.workers.unwrap_or(match kind {
             Kind::Provisioner => 100,
-            Kind::Resizer | Kind::SnapshotController | Kind::Snapshotter => 10,
+            Kind::Resizer | Kind::SnapshotController | Kind::Snapshotter | Kind::Attacher => 10,
         })
     }
 
@@ -159,6 +162,11 @@ fn ready_markers(side: Side, kind: Kind) -> &'static [&'static str] {
             r#""Caches populated" type="*v1.VolumeSnapshotContent""#,
         ],
         (Side::Upstream, Kind::Snapshotter) => &[r#""Caches populated" type="*v1.VolumeSnapshotContent""#],
+        (Side::Upstream, Kind::Attacher) => &[
+            r#""Caches populated" type="*v1.VolumeAttachment""#,
+            r#""Caches populated" type="*v1.PersistentVolume""#,
+            r#""Caches populated" type="*v1.CSINode""#,
+        ],
     }
 }
 

@@ -99,6 +99,26 @@ pub enum Command {
         #[arg(long = "secret", value_parser = parse_secret)]
         secrets: Vec<SecretArg>,
     },
+    /// ControllerPublishVolume: attach a volume to a node, as csi-attacher does for a VolumeAttachment.
+    PublishVolume {
+        volume_id: String,
+        #[arg(long)]
+        node_id: String,
+        #[arg(long)]
+        block: bool,
+        #[arg(long, value_enum, default_value_t = AccessMode::SingleNodeWriter)]
+        access_mode: AccessMode,
+        #[arg(long = "secret", value_parser = parse_secret)]
+        secrets: Vec<SecretArg>,
+    },
+    /// ControllerUnpublishVolume: detach a volume from a node (no node: from every node).
+    UnpublishVolume {
+        volume_id: String,
+        #[arg(long, default_value = "")]
+        node_id: String,
+        #[arg(long = "secret", value_parser = parse_secret)]
+        secrets: Vec<SecretArg>,
+    },
     /// CreateSnapshot.
     CreateSnapshot {
         name: String,

@@ -76,6 +76,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 .await?;
             out.done("modified volume", &volume_id)
         }
+        Command::PublishVolume { volume_id, node_id, block, access_mode, secrets } => {
+            let request = requests::publish_volume(volume_id.clone(), node_id, block, access_mode, secrets);
+            let response = client.controller_publish_volume(request).await?;
+            out.published(&volume_id, &response.publish_context)
+        }
+        Command::UnpublishVolume { volume_id, node_id, secrets } => {
+            client
+                .controller_unpublish_volume(csi_client::proto::ControllerUnpublishVolumeRequest {
+                    volume_id: volume_id.clone(),
+                    node_id,
+                    secrets: requests::secrets(secrets),
+                })
+                .await?;
+            out.done("unpublished volume", &volume_id)
+        }
         Command::CreateSnapshot { name, source_volume_id, params, secrets } => {
             let response = client
                 .create_snapshot(csi_client::proto::CreateSnapshotRequest {

@@ -183,6 +183,16 @@ impl Output {
         println!("node_expansion_required: {}", response.node_expansion_required);
     }
 
+    pub fn published(&self, volume_id: &str, publish_context: &std::collections::HashMap<String, String>) {
+        if self.json(json!({"result": "published volume", "id": volume_id, "publish_context": publish_context})) {
+            return;
+        }
+        println!("published volume {volume_id}");
+        for (key, value) in publish_context {
+            println!("publish_context:   {key}={value}");
+        }
+    }
+
     pub fn done(&self, what: &str, id: &str) {
         if !self.json(json!({"result": what, "id": id})) {
             println!("{what} {id}");

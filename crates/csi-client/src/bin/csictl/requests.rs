@@ -36,6 +36,22 @@ fn capability(block: bool, fs_type: String, mode: AccessMode) -> proto::VolumeCa
     }
 }
 
+pub fn publish_volume(
+    volume_id: String,
+    node_id: String,
+    block: bool,
+    mode: AccessMode,
+    secret_args: Vec<SecretArg>,
+) -> proto::ControllerPublishVolumeRequest {
+    proto::ControllerPublishVolumeRequest {
+        volume_id,
+        node_id,
+        volume_capability: Some(capability(block, String::new(), mode)),
+        secrets: secrets(secret_args),
+        ..Default::default()
+    }
+}
+
 pub fn create_volume(command: Command) -> proto::CreateVolumeRequest {
     let Command::CreateVolume {
         name,

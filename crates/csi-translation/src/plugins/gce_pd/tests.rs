@@ -171,3 +171,47 @@ fn storage_classes() {
     both.allowed_topologies = translated.allowed_topologies;
     assert_eq!(storage_class_to_csi(both), Err(TranslationError::ZonesAndAllowedTopologies));
 }
+
+#[test]
+fn volume_handles_are_completed_from_the_node_id() {
+    let node = "projects/my-project/zones/us-central1-b/instances/node-1";
+    // (case, handle, node id, repaired)
+    let table: [(&str, &str, &str, Result<&str, &str>); 7] = [
+        ("a complete handle stays", "projects/p/zones/z/disks/d", node, Ok("projects/p/zones/z/disks/d")),
+        (
+            "project and zone from the node",
+            "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/d",
+            node,
+            Ok("projects/my-project/zones/us-central1-b/disks/d"),
+        ),
+        (
+            "the handle's zone wins",
+            "projects/UNSPECIFIED/zones/us-central1-a/disks/d",
+            node,
+            Ok("projects/my-project/zones/us-central1-a/disks/d"),
+        ),
+        (
+            "a regional disk takes the node zone's region",
+            "projects/UNSPECIFIED/regions/UNSPECIFIED/disks/d",
+            node,
+            Ok("projects/my-project/regions/us-central1/disks/d"),
+        ),
+        ("a short handle", "disks/d", node, Err("volume handle has wrong number of elements; got 2, wanted 6 or more")),
+        (
+            "a short node id",
+            "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/d",
+            "node-1",
+            Err("node handle has wrong number of elements; got 1, wanted 6 or more"),
+        ),
+        (
+            "neither zonal nor regional",
+            "projects/UNSPECIFIED/global/x/disks/d",
+            node,
+            Err("expected volume handle to have zones or regions regionality value, got: global"),
+        ),
+    ];
+    for (case, handle, node_id, want) in table {
+        let got = repair_volume_handle(handle, node_id).map_err(|e| e.to_string());
+        assert_eq!(got, want.map(str::to_string).map_err(str::to_string), "{case}");
+    }
+}

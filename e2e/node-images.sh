@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# The images the node suite runs, built from what `make test` already compiled and imported into the running
+# node's containerd (`CLUSTER_NODE=1 e2e/cluster.sh up`); no registry, no container daemon.
+#
+#   e2e/node-images.sh            build (or reuse) every image and import it
+#   e2e/node-images.sh list       print each image's name and what it holds
+#   e2e/node-images.sh e2e        also the images Kubernetes' e2e tests ask for (make conformance): busybox and
+#                                 agnhost under their registry.k8s.io/e2e-test-images names
+#
+# Our images: the dev-profile binaries of target/debug (csi-provisioner, csi-resizer, csi-snapshotter,
+# snapshot-controller, csi-group-snapshotter, csi-sidecars, csi-attacher, csi-node-driver-registrar, livenessprobe,
+# hostpath-plugin), each as the release image has it (the binary at /<name> as entrypoint, root
+# as the user), debug sections stripped, with a first layer holding the C libraries the binary links (the same
+# layer, so stored once). Built this way because `make image`'s static release build costs about 14 minutes cold,
+# and a static debug build would compile every dependency a second time for its own target directory; these cost
+# only the packing (about 10 s). Named as the charts name them by default: <binary>:<workspace version>.
+# Also e2e.local/busybox:1 (Debian's busybox-static, for the test pods' shell). The pod sandbox image is
+# cluster.sh's own.
+#
+# Archives are kept in target/node-images/ and rebuilt when their binary is newer.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
+OUT_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/node-images"
+# Ours, in the order they are imported.
+OURS=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-sidecars
+	csi-attacher csi-node-driver-registrar livenessprobe hostpath-plugin)
+BUSYBOX_IMAGE=e2e.local/busybox:1
+# shellcheck source=image/oci.sh
+source "$ROOT/image/oci.sh"
+
+log() { printf '[node-images] %s\n' "$*" >&2; }
+die() { printf '[node-images] error: %s\n' "$*" >&2; exit 1; }
+
+version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -1; }
+
+# libraries BINARY: the shared objects the binary loads (ldd), the dynamic loader included
+libraries() {
+	ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u
+}
+
+# libs_layer: one layer with the libraries of every binary, at their paths (sets LIBS_LAYER)
+libs_layer() {
+	local rootfs="$WORK/libs" lib
+	mkdir -p "$rootfs"
+	for lib in $(for b in "$@"; do libraries "$BIN_DIR/$b"; done | sort -u); do
+		mkdir -p "$rootfs$(dirname "$lib")"
+		cp -L "$lib" "$rootfs$lib"
+	done
+	oci_layer "$rootfs" 1
+	LIBS_LAYER="$OCI_LAYER"
+}
+
+# build_ours NAME...: one archive per binary (rebuilt only when the binary is newer than it)
+build_ours() {
+	local version b stale=() archive
+	version="$(version)"
+	for b in "$@"; do
+		archive="$OUT_DIR/$b.oci.tar"
+		[[ -f "$archive" && "$archive" -nt "$BIN_DIR/$b" ]] || stale+=("$b")
+	done
+	((${#stale[@]} > 0)) || return 0
+	for b in "${stale[@]}"; do
+		WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
+		oci_begin "$WORK"
+		libs_layer "$b"
+		mkdir -p "$WORK/rootfs"
+		objcopy --strip-debug "$BIN_DIR/$b" "$WORK/rootfs/$b"
+		chmod 0755 "$WORK/rootfs/$b"
+		oci_layer "$WORK/rootfs" 1
+		oci_image "$version" "0:0" "/$b" "$b" "$version" "e2e/node-images.sh: /$b, dev profile, debug info stripped" \
+			"$LIBS_LAYER" "$OCI_LAYER"
+		oci_write "$OUT_DIR/$b.oci.tar"
+		rm -rf "$WORK"
+		log "$b: $(du -h "$OUT_DIR/$b.oci.tar" | cut -f1) archive"
+	done
+}
+
+# busybox_rootfs DIR: Debian's busybox-static at /bin/busybox with a link per applet, and a /tmp
+busybox_rootfs() {
+	local bb applet
+	bb="$(command -v busybox || true)"
+	[[ -n "$bb" ]] || die "busybox not found (apt-get install busybox-static)"
+	{ ldd "$bb" 2>&1 || true; } | grep -q 'not a dynamic executable' || die "$bb is not statically linked (apt-get install busybox-static)"
+	mkdir -p "$1/bin" "$1/tmp"
+	chmod 1777 "$1/tmp"
+	install -m 0755 "$bb" "$1/bin/busybox"
+	for applet in $("$bb" --list); do
+		[[ "$applet" == busybox ]] || ln -s busybox "$1/bin/$applet"
+	done
+}
+
+# build_busybox ARCHIVE TAG: the test pods' shell image, its ref named TAG
+build_busybox() {
+	local archive="$1"
+	[[ -f "$archive" && "$archive" -nt "$(command -v busybox)" ]] && return 0
+	WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
+	oci_begin "$WORK"
+	busybox_rootfs "$WORK/rootfs"
+	oci_layer "$WORK/rootfs" 1
+	oci_image "$2" "0:0" /bin/sh busybox "$(busybox | head -1 | awk '{print $2}')" \
+		"e2e/node-images.sh: Debian's busybox-static" "$OCI_LAYER"
+	oci_write "$archive"
+	rm -rf "$WORK"
+}
+
+# build_agnhost ARCHIVE TAG: Kubernetes' agnhost (e2e/tools.sh builds it from the kubernetes module) at /agnhost, its
+# entrypoint, beside busybox's applets (the image upstream builds has a shell too)
+build_agnhost() {
+	local archive="$1" binary
+	binary="$(bash "$ROOT/e2e/tools.sh" path agnhost)"
+	[[ -f "$archive" && "$archive" -nt "$binary" ]] && return 0
+	WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
+	oci_begin "$WORK"
+	busybox_rootfs "$WORK/rootfs"
+	install -m 0755 "$binary" "$WORK/rootfs/agnhost"
+	oci_layer "$WORK/rootfs" 1
+	oci_image "$2" "0:0" /agnhost agnhost "$2" "e2e/node-images.sh: agnhost from k8s.io/kubernetes/test/images" \
+		"$OCI_LAYER"
+	oci_write "$archive"
+	rm -rf "$WORK"
+}
+
+# e2e_image NAME ID -> the reference Kubernetes' e2e tests use for their image ID (BusyBox, Agnhost), read from
+# test/utils/image/manifest.go of the kubernetes release e2e/go/k8s-e2e pins
+e2e_image() {
+	local v dir tag
+	v="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3; exit }' \
+		"$ROOT/e2e/go/k8s-e2e/go.mod")"
+	dir="$(cd "$ROOT/e2e/go/k8s-e2e" && go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	tag="$(sed -n "s/.*configs\[$2\] = Config{list.PromoterE2eRegistry, \"$1\", \"\([^\"]*\)\"}.*/\1/p" \
+		"$dir/test/utils/image/manifest.go")"
+	[[ -n "$tag" ]] || die "no e2e image $1 in k8s.io/kubernetes@$v test/utils/image/manifest.go"
+	echo "registry.k8s.io/e2e-test-images/$1:$tag"
+}
+
+# normalized NAME: the name as the kubelet asks containerd for it (csi-provisioner:0.1.0 is
+# docker.io/library/csi-provisioner:0.1.0)
+normalized() {
+	local name="$1" first="${1%%/*}"
+	if [[ "$name" != */* ]]; then
+		echo "docker.io/library/$name"
+	elif [[ "$first" != *.* && "$first" != *:* && "$first" != localhost ]]; then
+		echo "docker.io/$name"
+	else
+		echo "$name"
+	fi
+}
+
+# import ARCHIVE NAME: into the node's containerd, as NAME (repository:tag; the archive's ref is the tag)
+import() {
+	local name
+	name="$(normalized "$2")"
+	bash "$ROOT/e2e/cluster.sh" ctr images import --base-name "${name%:*}" "$1" >/dev/null ||
+		die "importing $2 failed (is the node up? CLUSTER_NODE=1 bash e2e/cluster.sh up)"
+}
+
+present() {
+	local b present=()
+	for b in "${OURS[@]}"; do
+		[[ -x "$BIN_DIR/$b" ]] || die "$BIN_DIR/$b is missing (cargo build --workspace --bins)"
+		present+=("$b")
+	done
+	echo "${present[@]}"
+}
+
+cmd_build() {
+	local t0 names b version
+	t0=$(date +%s)
+	mkdir -p "$OUT_DIR"
+	trap 'rm -rf "$OUT_DIR"/.work.*' EXIT
+	read -ra names <<<"$(present)"
+	build_ours "${names[@]}"
+	build_busybox "$OUT_DIR/busybox.oci.tar" "${BUSYBOX_IMAGE##*:}"
+	version="$(version)"
+	for b in "${names[@]}"; do import "$OUT_DIR/$b.oci.tar" "$b:$version"; done
+	import "$OUT_DIR/busybox.oci.tar" "$BUSYBOX_IMAGE"
+	log "${#names[@]} images of ours, and $BUSYBOX_IMAGE imported in $(($(date +%s) - t0)) s"
+}
+
+cmd_list() {
+	local b version
+	version="$(version)"
+	for b in $(present); do printf '%-40s %s\n' "$b:$version" "target/debug/$b (dev profile)"; done
+	printf '%-40s %s\n' "$BUSYBOX_IMAGE" "Debian's busybox-static"
+}
+
+# cmd_e2e: the e2e tests' busybox (the same rootfs as ours) and agnhost, named as the tests ask for them
+cmd_e2e() {
+	local busybox agnhost
+	busybox="$(e2e_image busybox BusyBox)"
+	agnhost="$(e2e_image agnhost Agnhost)"
+	mkdir -p "$OUT_DIR"
+	trap 'rm -rf "$OUT_DIR"/.work.*' EXIT
+	build_busybox "$OUT_DIR/e2e-busybox.oci.tar" "${busybox##*:}"
+	build_agnhost "$OUT_DIR/e2e-agnhost.oci.tar" "${agnhost##*:}"
+	import "$OUT_DIR/e2e-busybox.oci.tar" "$busybox"
+	import "$OUT_DIR/e2e-agnhost.oci.tar" "$agnhost"
+	log "$busybox and $agnhost imported"
+}
+
+case "${1:-}" in
+"") cmd_build ;;
+list) cmd_list ;;
+e2e) cmd_build && cmd_e2e ;;
+*) sed -n '2,10p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+esac

@@ -1,0 +1,424 @@
+//! hostpath-plugin with our sidecars on the node, every image ours, deployed one of two ways after
+//! charts/snapshot-controller (`helm install --wait`):
+//! - [`NodeDriver::install_charts`]: by charts/csi-sidecars, as the README's "Installing with Helm" shows: the
+//!   controller half (2 replicas, leader election, run as the chart's user), the node half (the driver in node mode,
+//!   csi-node-driver-registrar, livenessprobe) and the CSIDriver object. Each half keeps its state in a host
+//!   directory of its own: hostpath-plugin keeps its books in memory per process, so two processes cannot share one
+//!   (these tests mount no volume; [`NodeDriver::install_upstream`] runs both halves in one process for those that
+//!   do).
+//! - [`NodeDriver::install_upstream`]: by upstream's csi-driver-host-path manifests with the images swapped
+//!   ([`crate::upstream_manifests`]): one pod, the driver as root.
+//!
+//! Each test gets its own namespace, releases and driver name (`<namespace>.csi.k8s.io`). Dropping the driver
+//! releases its storage while it still runs, then uninstalls the releases and removes its classes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, PodSpec};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent};
+
+use crate::helm::{Chart, Release};
+use crate::node::{CHART_USER, NODE_TIMEOUT, Node, apply, ready_pods};
+use crate::upstream_manifests::hostpath_manifests;
+use crate::{Cluster, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, wait_for};
+
+/// The chart's controller pods.
+const CONTROLLER_PODS: &str = "app.kubernetes.io/component=controller,app.kubernetes.io/name=csi-sidecars";
+/// The ServiceAccount upstream's manifests run the driver's pod as.
+const UPSTREAM_ACCOUNT: &str = "csi-hostpathplugin-sa";
+
+/// How the chart runs the sidecars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One container per sidecar, each its own image (the drop-in default).
+    Separate,
+    /// One `csi-sidecars` container for all of them.
+    Combined,
+}
+
+/// A driver on the node, with everything the tests made for it.
+pub struct NodeDriver {
+    pub client: kube::Client,
+    pub driver: String,
+    // Dropped in this order: the releases (their pods go), the upstream manifests' identity, then the namespace.
+    sidecars: Option<Release>,
+    controller: Option<Release>,
+    identity: Option<(SidecarIdentity, Scenario)>,
+    state: PathBuf,
+    ns: TestNamespace,
+    classes: Vec<(&'static str, String)>,
+}
+
+impl NodeDriver {
+    /// A new namespace with charts/snapshot-controller installed in it.
+    async fn prepare(prefix: &str, state_owner: u32) -> NodeDriver {
+        let node = Node::shared();
+        let client = Cluster::shared().client().await;
+        let ns = TestNamespace::create(&client, prefix).await;
+        let driver = format!("{}.csi.k8s.io", ns.name());
+        let state = node.host_dir(ns.name(), state_owner);
+        let controller = Release::install_ready(
+            Chart::SnapshotController,
+            &format!("{}-sc", ns.name()),
+            ns.name(),
+            &["--set", "featureGates.volumeGroupSnapshot=true", "--set", "image.pullPolicy=Never"].map(String::from),
+        );
+        NodeDriver {
+            client,
+            driver,
+            sidecars: None,
+            controller: Some(controller),
+            identity: None,
+            state,
+            ns,
+            classes: Vec::new(),
+        }
+    }
+
+    /// Both charts in a new namespace, every pod ready (`helm install --wait`, then each container).
+    ///
+    /// The Deployment starts with one replica and is scaled to two (`helm upgrade --set replicas=2`) once that
+    /// replica leads every sidecar: hostpath-plugin keeps its books in memory per process, so the sidecars' leaders
+    /// must share a pod (two pods' drivers would each know only the volumes made through them). The second pod
+    /// stands by for every sidecar; when the leader pod goes, it takes every Lease.
+    pub async fn install_charts(prefix: &str, mode: Mode) -> NodeDriver {
+        let mut installed = Self::prepare(prefix, CHART_USER).await;
+        let values_file = installed.state.with_extension("values.yaml");
+        let state = installed.state.display().to_string();
+        let node_state = Node::shared().host_dir(&format!("{}-node", installed.ns()), 0).display().to_string();
+        std::fs::write(&values_file, values(&installed.driver, mode, &state, &node_state)).unwrap();
+        let mut values = vec!["-f".to_string(), values_file.display().to_string()];
+        let one = ["--set".to_string(), "replicas=1".to_string()];
+        let sidecars =
+            Release::install_ready(Chart::CsiSidecars, installed.ns(), installed.ns(), &[&values[..], &one].concat());
+        let first = ready_pods(&installed.client, installed.ns(), CONTROLLER_PODS, 1).await.remove(0);
+        let first = first.metadata.name.unwrap();
+        for lease in installed.leases() {
+            let holder = installed.lease_holder(&lease).await;
+            assert_eq!(holder, first, "the one replica leads {lease}");
+        }
+        values.extend(["--set".to_string(), "replicas=2".to_string()]);
+        sidecars.upgrade_ready(Chart::CsiSidecars, &values);
+        installed.sidecars = Some(sidecars);
+        // helm's --wait counts ready replicas; the tests want each pod's every container ready.
+        installed.controller_pods().await;
+        installed.node_pods().await;
+        installed
+    }
+
+    /// charts/snapshot-controller and upstream's hostpath manifests with our images in a new namespace, their
+    /// ServiceAccount bound to upstream's rules of each sidecar, the driver's pod ready.
+    pub async fn install_upstream(prefix: &str) -> NodeDriver {
+        let mut installed = Self::prepare(prefix, 0).await;
+        let scenario = Scenario::new(prefix);
+        let rules = Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter]);
+        let identity =
+            SidecarIdentity::with_rules(&installed.client, installed.ns(), UPSTREAM_ACCOUNT, rules, scenario.dir())
+                .await;
+        installed.identity = Some((identity, scenario));
+        installed.apply_upstream("");
+        installed.upstream_pod().await;
+        installed
+    }
+
+    /// Upstream's manifests again, with `provisioner_security` for the provisioner container (the StatefulSet
+    /// replaces its pod).
+    pub fn apply_upstream(&self, provisioner_security: &str) {
+        let state = self.state.display().to_string();
+        apply(self.ns(), &hostpath_manifests(&self.driver, &state, provisioner_security));
+    }
+
+    /// The pod of upstream's manifests, once every container of it is ready.
+    pub async fn upstream_pod(&self) -> Pod {
+        ready_pods(&self.client, self.ns(), "app.kubernetes.io/name=csi-hostpathplugin", 1).await.remove(0)
+    }
+
+    pub fn ns(&self) -> &str {
+        self.ns.name()
+    }
+
+    /// The chart's ServiceAccount, as the API server names its user.
+    pub fn account(&self) -> String {
+        format!("system:serviceaccount:{}:{}-csi-sidecars", self.ns(), self.ns())
+    }
+
+    /// The two controller pods, once both are ready.
+    pub async fn controller_pods(&self) -> Vec<Pod> {
+        ready_pods(&self.client, self.ns(), CONTROLLER_PODS, 2).await
+    }
+
+    /// The node pod, once ready.
+    pub async fn node_pods(&self) -> Vec<Pod> {
+        ready_pods(&self.client, self.ns(), "app.kubernetes.io/component=node", 1).await
+    }
+
+    /// The snapshot-controller's pods, once ready.
+    pub async fn snapshot_controller_pods(&self) -> Vec<Pod> {
+        ready_pods(&self.client, self.ns(), "app.kubernetes.io/name=snapshot-controller", 2).await
+    }
+
+    /// The Leases of the sidecars, as upstream names them (csi-provisioner, csi-resizer, csi-snapshotter).
+    pub fn leases(&self) -> [String; 3] {
+        let dashed = self.driver.replace('.', "-");
+        [dashed.clone(), format!("external-resizer-{dashed}"), format!("external-snapshotter-leader-{dashed}")]
+    }
+
+    /// The holder of Lease `name`, once there is one.
+    pub async fn lease_holder(&self, name: &str) -> String {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), self.ns());
+        wait_for(&format!("Lease {name} held"), NODE_TIMEOUT, || async {
+            let holder = leases.get(name).await.ok()?.spec?.holder_identity?;
+            (!holder.is_empty()).then_some(holder)
+        })
+        .await
+    }
+
+    /// A StorageClass of the driver (removed with the install), `Immediate` or `WaitForFirstConsumer`.
+    pub fn storage_class(&mut self, suffix: &str, binding: &str) -> String {
+        let name = format!("{}-{suffix}", self.ns());
+        apply(
+            self.ns(),
+            &format!(
+                "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {name}}}\nprovisioner: {}\n\
+                 allowVolumeExpansion: true\nreclaimPolicy: Delete\nvolumeBindingMode: {binding}\n",
+                self.driver
+            ),
+        );
+        self.classes.push(("storageclass", name.clone()));
+        name
+    }
+
+    /// The driver's VolumeSnapshotClass and VolumeGroupSnapshotClass, both named `<namespace>`, policy Delete.
+    pub fn snapshot_classes(&mut self) -> String {
+        let name = self.ns().to_string();
+        apply(
+            self.ns(),
+            &format!(
+                "apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshotClass\nmetadata: {{name: {name}}}\n\
+                 driver: {driver}\ndeletionPolicy: Delete\n---\n\
+                 apiVersion: groupsnapshot.storage.k8s.io/v1\nkind: VolumeGroupSnapshotClass\nmetadata: {{name: {name}}}\n\
+                 driver: {driver}\ndeletionPolicy: Delete\n",
+                driver = self.driver
+            ),
+        );
+        self.classes.push(("volumesnapshotclass", name.clone()));
+        self.classes.push(("volumegroupsnapshotclass", name.clone()));
+        name
+    }
+
+    /// A 1Gi claim of `class`, `mode` Filesystem or Block, with `labels` (`key: value, ...`) and extra `spec` lines
+    /// (a data source, indented by two spaces).
+    pub fn claim(&self, name: &str, class: &str, mode: &str, labels: &str, spec: &str) {
+        let yaml = format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}, labels: {{{labels}}}}}\nspec:\n\
+             \x20 accessModes: [ReadWriteOnce]\n  storageClassName: {class}\n  volumeMode: {mode}\n\
+             \x20 resources: {{requests: {{storage: 1Gi}}}}\n{spec}"
+        );
+        apply(self.ns(), &yaml);
+    }
+
+    pub fn claims(&self) -> Api<PersistentVolumeClaim> {
+        Api::namespaced(self.client.clone(), self.ns())
+    }
+
+    /// The volume of claim `name`, once it is bound.
+    pub async fn bound(&self, name: &str) -> PersistentVolume {
+        let claims = self.claims();
+        let volume = wait_for(&format!("claim {name} bound"), NODE_TIMEOUT, || async {
+            let claim = claims.get(name).await.ok()?;
+            (claim.status?.phase.as_deref() == Some("Bound")).then_some(claim.spec?.volume_name?)
+        })
+        .await;
+        Api::<PersistentVolume>::all(self.client.clone()).get(&volume).await.unwrap()
+    }
+}
+
+impl Drop for NodeDriver {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            print_pods(self.ns());
+        }
+        // What the driver serves goes while it still runs: the pods using its volumes (the kubelet needs it to
+        // unpublish them), then snapshots and volumes (finalizers only its sidecars and the snapshot-controller
+        // remove); then the releases, then the classes.
+        let (namespace, driver) = (self.ns().to_string(), self.driver.clone());
+        crate::clean_up(move |client| async move { release_workloads_and_storage(&client, &namespace, &driver).await });
+        self.sidecars.take();
+        self.controller.take();
+        self.identity.take();
+        // The CSIDriver, the charts' or the manifests', is named after the driver (helm removes its own already).
+        self.classes.push(("csidriver", self.driver.clone()));
+        for (kind, name) in std::mem::take(&mut self.classes) {
+            let _ = crate::helm::run("kubectl", &["delete", kind, &name, "--wait=false"].map(String::from), None);
+        }
+    }
+}
+
+/// On a failed test: every pod of the namespace, its events, and the last lines of each container's log.
+fn print_pods(namespace: &str) {
+    let kubectl = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        crate::helm::run("kubectl", &args, None).unwrap_or_else(|e| e)
+    };
+    eprintln!("---- pods of {namespace}:\n{}", kubectl(&["get", "pods", "-o", "wide", "-n", namespace]));
+    eprintln!("---- events of {namespace}:\n{}", kubectl(&["get", "events", "-n", namespace]));
+    let names =
+        kubectl(&["get", "pods", "-n", namespace, "-o", "jsonpath={range .items[*]}{.metadata.name}{\" \"}{end}"]);
+    for pod in names.split_whitespace() {
+        let containers = kubectl(&["get", "pod", pod, "-n", namespace, "-o", "jsonpath={.spec.containers[*].name}"]);
+        for container in containers.split_whitespace() {
+            let log = kubectl(&["logs", pod, "-c", container, "-n", namespace, "--tail=25"]);
+            eprintln!("---- {pod} {container}:\n{log}");
+        }
+    }
+}
+
+/// Deletes the namespace's workloads that use claims (StatefulSets with claim templates, pods with claims) and waits
+/// until their pods are gone, so that the kubelet unpublishes their volumes while the driver still runs; then
+/// [`release_storage`].
+async fn release_workloads_and_storage(client: &kube::Client, namespace: &str, driver: &str) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+    let with_claims = |spec: Option<&PodSpec>| {
+        spec.and_then(|s| s.volumes.as_ref()).into_iter().flatten().any(|v| v.persistent_volume_claim.is_some())
+    };
+    for set in sets.list(&Default::default()).await.map(|l| l.items).unwrap_or_default() {
+        let spec = set.spec.as_ref();
+        if spec.is_some_and(|s| s.volume_claim_templates.is_some() || with_claims(s.template.spec.as_ref())) {
+            let _ = sets.delete(&set.name_any(), &DeleteParams::default()).await;
+        }
+    }
+    let quick = DeleteParams { grace_period_seconds: Some(1), ..Default::default() };
+    let users = || async {
+        let list = pods.list(&Default::default()).await.map(|l| l.items).unwrap_or_default();
+        list.into_iter().filter(|p| with_claims(p.spec.as_ref())).map(|p| p.name_any()).collect::<Vec<_>>()
+    };
+    for name in users().await {
+        let _ = pods.delete(&name, &quick).await;
+    }
+    let started = std::time::Instant::now();
+    while !users().await.is_empty() && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    release_storage(client, namespace, driver).await;
+}
+
+/// Deletes the namespace's group snapshots, snapshots and claims and waits (a minute at most) until they, and
+/// the driver's volumes and snapshot contents, are gone; what is left then loses its finalizers, so that neither
+/// the namespace nor cluster-scoped objects outlive the test.
+async fn release_storage(client: &kube::Client, namespace: &str, driver: &str) {
+    let groups: Api<VolumeGroupSnapshot> = Api::namespaced(client.clone(), namespace);
+    let snapshots: Api<VolumeSnapshot> = Api::namespaced(client.clone(), namespace);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let contents: Api<VolumeSnapshotContent> = Api::all(client.clone());
+    let group_contents: Api<VolumeGroupSnapshotContent> = Api::all(client.clone());
+    let all = DeleteParams::default();
+    let _ = groups.delete_collection(&all, &Default::default()).await;
+    let _ = snapshots.delete_collection(&all, &Default::default()).await;
+    let _ = claims.delete_collection(&all, &Default::default()).await;
+    let ours = |d: Option<&str>| d == Some(driver);
+    let left = || async {
+        let mut names = Vec::new();
+        names.extend(
+            groups
+                .list(&Default::default())
+                .await
+                .map(|l| l.items.into_iter().map(|o| o.name_any()).collect())
+                .unwrap_or_else(|_| Vec::new()),
+        );
+        names.extend(
+            snapshots
+                .list(&Default::default())
+                .await
+                .map(|l| l.items.into_iter().map(|o| o.name_any()).collect())
+                .unwrap_or_else(|_| Vec::new()),
+        );
+        names.extend(
+            claims
+                .list(&Default::default())
+                .await
+                .map(|l| l.items.into_iter().map(|o| o.name_any()).collect())
+                .unwrap_or_else(|_| Vec::new()),
+        );
+        if let Ok(list) = volumes.list(&Default::default()).await {
+            let driver_of = |v: &PersistentVolume| v.spec.as_ref()?.csi.as_ref().map(|c| c.driver.clone());
+            names.extend(list.items.iter().filter(|v| ours(driver_of(v).as_deref())).map(|v| v.name_any()));
+        }
+        if let Ok(list) = contents.list(&Default::default()).await {
+            names.extend(list.items.iter().filter(|c| ours(Some(&c.spec.driver))).map(|c| c.name_any()));
+        }
+        if let Ok(list) = group_contents.list(&Default::default()).await {
+            names.extend(list.items.iter().filter(|c| ours(Some(&c.spec.driver))).map(|c| c.name_any()));
+        }
+        names
+    };
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        if left().await.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!("storage of {driver} still there after a minute, finalizers removed: {:?}", left().await);
+    // Each name is one kind's; the other kinds' calls find nothing.
+    for name in left().await {
+        unpin(&groups, &name).await;
+        unpin(&snapshots, &name).await;
+        unpin(&claims, &name).await;
+        unpin(&volumes, &name).await;
+        unpin(&contents, &name).await;
+        unpin(&group_contents, &name).await;
+    }
+}
+
+/// Object `name` without finalizers, and deleted.
+async fn unpin<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    let _ = api.patch(name, &PatchParams::default(), &patch).await;
+    let _ = api.delete(name, &DeleteParams::default()).await;
+}
+
+/// The csi-sidecars chart's values for hostpath-plugin: the controller pods (run as the chart's user, 65532) keep
+/// their state in the host directory `state`, which that user owns; the node pod (root, mounting volumes) in
+/// `node_state`.
+fn values(driver: &str, mode: Mode, state: &str, node_state: &str) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let mode = match mode {
+        Mode::Separate => "separate",
+        Mode::Combined => "combined",
+    };
+    format!(
+        r#"mode: {mode}
+image: {{pullPolicy: Never}}
+driver:
+  name: {driver}
+  image: {{repository: hostpath-plugin, tag: "{version}", pullPolicy: Never}}
+  args: [--drivername=$(DRIVER_NAME), --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME), --statedir=/state, --v=4]
+  volumes: [{{name: state, hostPath: {{path: {state}, type: Directory}}}}]
+  volumeMounts: [{{name: state, mountPath: /state}}]
+snapshotter: {{enabled: true, groupSnapshots: true}}
+node:
+  enabled: true
+  driver:
+    args: [--drivername=$(DRIVER_NAME), --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME), --statedir=/state,
+      --node-mounts, --v=4]
+    volumes:
+      - {{name: state, hostPath: {{path: {node_state}, type: Directory}}}}
+      - {{name: dev-dir, hostPath: {{path: /dev, type: Directory}}}}
+    volumeMounts:
+      - {{name: state, mountPath: /state}}
+      - {{name: dev-dir, mountPath: /dev}}
+csiDriver: {{enabled: true}}
+"#
+    )
+}

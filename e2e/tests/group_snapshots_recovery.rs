@@ -17,6 +17,7 @@ use csi_sidecars_e2e::{
     Cluster, Process, Scenario, Sidecar, SidecarIdentity, binary, eventually, free_port, http_get,
     install_snapshot_crds, wait_for,
 };
+use k8s_openapi::api::core::v1::Event;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -250,4 +251,36 @@ async fn group_operations_are_timed_on_metrics() {
         );
         assert!(metrics.lines().any(|l| l.starts_with(&series)), "{series} in\n{metrics}");
     }
+}
+
+/// A driver without group snapshots (GroupControllerGetCapabilities and CreateVolumeGroupSnapshot answer
+/// UNIMPLEMENTED, as a driver without a GroupController service does) under csi-snapshotter with the gate on: the
+/// sidecar still serves group contents, as upstream's does, so each gets a `GroupSnapshotCreationFailed` Warning
+/// naming the driver's answer instead of waiting unseen; the group is never ready and no storage snapshot is made.
+#[tokio::test]
+async fn a_driver_without_group_snapshots_gets_a_named_event() {
+    let _turn = SERIAL.lock().await;
+    let unimplemented = json!({"code": "Unimplemented", "message": "this driver has no group snapshots"});
+    let rule = json!({"GroupControllerGetCapabilities": unimplemented, "CreateVolumeGroupSnapshot": unimplemented});
+    let (_faults, mut world, storage_class) = world_with_faults("groupnocap", rule).await;
+    let _programs = start_programs(&mut world).await;
+    let groups = Groups::default_class(&world).await;
+    labelled_claim(&world, "p", &storage_class, &[("app", "nocap")]).await;
+    world.bound("p").await;
+
+    let group = groups.group("nocap", json!({"matchLabels": {"app": "nocap"}})).await;
+    let content = format!("groupsnapcontent-{}", group.uid().unwrap());
+    let events: Api<Event> = Api::all(world.client.clone());
+    let event = wait_for("a GroupSnapshotCreationFailed event on the content", TIMEOUT, || async {
+        let params = ListParams::default().fields(&format!("involvedObject.name={content}"));
+        let listed = events.list(&params).await.ok()?.items;
+        listed.into_iter().find(|e| e.reason.as_deref() == Some("GroupSnapshotCreationFailed"))
+    })
+    .await;
+    let message = event.message.unwrap_or_default();
+    assert!(message.contains("this driver has no group snapshots"), "names the driver's answer: {message}");
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    let group = groups.groups().get("nocap").await.unwrap();
+    assert_ne!(group.status.and_then(|s| s.ready_to_use), Some(true), "the group is not ready");
+    assert!(plugin_snapshots(&world).is_empty(), "no storage snapshot");
 }

@@ -4,7 +4,8 @@
 //!   driver without group snapshots and returns the loop to run under a Lease of its own,
 //!   `external-snapshotter-group-leader-<driver>` (never csi-snapshotter's).
 //! - csi-snapshotter with `--feature-gates=CSIVolumeGroupSnapshot=true`: the same loop beside its content loop and
-//!   under its Lease, built by [`sidecar_controller`] once [`driver_has_group_snapshots`] says yes.
+//!   under its Lease, built by [`sidecar_controller`] (a driver [`driver_has_group_snapshots`] says no to gets a
+//!   warning, and the loop all the same, as upstream's).
 //! - snapshot-controller with the same gate: [`controller_group_loop`], beside its single-snapshot loop.
 //!
 //! csi-group-snapshotter has csi-snapshotter's command line (crate `snapshotter`, `flags::sidecar::Args`, the gate

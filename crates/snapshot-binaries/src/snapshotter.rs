@@ -1,5 +1,7 @@
 //! csi-snapshotter, as its binary and `csi-sidecars` start it: [`::snapshotter::start`]'s content loop and, with the
-//! gate on and a driver that has group snapshots (upstream's condition), the group loop beside it.
+//! gate on, the group loop beside it. A driver without group snapshots gets a warning and the loop all the same, as
+//! upstream's (external-snapshotter cmd/csi-snapshotter/main.go): its group contents are then refused by the driver
+//! and each gets a `GroupSnapshotCreationFailed` event naming the answer, instead of waiting unseen.
 
 use group_snapshotter::start::{driver_has_group_snapshots, sidecar_controller};
 use sidecar_runtime::{Driver, SetupError, Sidecar, SidecarLoop};
@@ -17,8 +19,13 @@ pub async fn start(
     groups: bool,
 ) -> Result<SidecarLoop, SetupError> {
     let content = snapshotter::start::content_loop(&config, sidecar, driver).await?;
-    if !(groups && config.group_snapshots() && driver_has_group_snapshots(&content.csi).await) {
+    if !(groups && config.group_snapshots()) {
         return Ok(content.alone());
+    }
+    if !driver_has_group_snapshots(&content.csi).await {
+        tracing::warn!(driver = %driver.name,
+            "the CSI driver does not offer CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT with CSIVolumeGroupSnapshot on: \
+             its group snapshot contents will fail");
     }
     let args = group_args(config.args());
     let groups = sidecar_controller(&args, sidecar, content.csi.clone(), &driver.name, content.events.clone());

@@ -369,7 +369,7 @@ start_kcm() {
 	# Without a node, the volume controllers the sidecars meet; with one, every controller a real cluster runs by
 	# default (ServiceAccounts and their tokens, kube-root-ca.crt, node lifecycle, workloads, endpoint slices,
 	# attach/detach, ...).
-	local mode=(--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller)
+	local mode=(--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller,volumeattributesclass-protection-controller,persistentvolume-expander-controller,namespace-controller,garbage-collector-controller,resourcequota-controller)
 	if [[ "$NODE" == 1 ]]; then
 		mode=(--controllers='*' --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt")
 	fi

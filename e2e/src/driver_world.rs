@@ -5,7 +5,7 @@
 //! Sidecars watch the whole cluster; a driver name per test (`<namespace>.csi.e2e` unless the test needs a name
 //! that means something) keeps each test's objects to its own processes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::plugin_command::PluginRequest;
 use crate::{Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace};
@@ -42,16 +42,21 @@ impl DriverWorld {
 
     /// csictl against this world's plugin, its JSON answer (`null` for a call that prints nothing).
     pub fn csictl(&self, args: &[&str]) -> serde_json::Value {
-        let endpoint = format!("unix://{}", self.socket.display());
-        let output = std::process::Command::new(crate::binary("csictl"))
-            .args(["--endpoint", &endpoint, "-o", "json"])
-            .args(args)
-            .output()
-            .expect("run csictl");
-        assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        if output.stdout.iter().all(u8::is_ascii_whitespace) {
-            return serde_json::Value::Null;
-        }
-        serde_json::from_slice(&output.stdout).expect("csictl prints JSON")
+        csictl_at(&self.socket, args)
     }
+}
+
+/// csictl against the plugin at `socket`, its JSON answer (`null` for a call that prints nothing).
+pub fn csictl_at(socket: &Path, args: &[&str]) -> serde_json::Value {
+    let endpoint = format!("unix://{}", socket.display());
+    let output = std::process::Command::new(crate::binary("csictl"))
+        .args(["--endpoint", &endpoint, "-o", "json"])
+        .args(args)
+        .output()
+        .expect("run csictl");
+    assert!(output.status.success(), "csictl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    if output.stdout.iter().all(u8::is_ascii_whitespace) {
+        return serde_json::Value::Null;
+    }
+    serde_json::from_slice(&output.stdout).expect("csictl prints JSON")
 }

@@ -205,15 +205,25 @@ pub fn bound_to(snapshot: &VolumeSnapshot) -> Option<String> {
 /// Starts snapshot-controller as a ServiceAccount with upstream's rules. The process comes first so that it stops
 /// before the identity's bindings go (a tuple drops its fields in order).
 pub async fn start_snapshot_controller(world: &mut World, metrics_port: u16) -> (Process, SidecarIdentity) {
+    start_snapshot_controller_with(world, metrics_port, &[]).await
+}
+
+/// [`start_snapshot_controller`] with `extra` flags (e.g. `--enable-distributed-snapshotting`).
+pub async fn start_snapshot_controller_with(
+    world: &mut World,
+    metrics_port: u16,
+    extra: &[&str],
+) -> (Process, SidecarIdentity) {
     let identity =
         SidecarIdentity::create(&world.client, world.ns(), Sidecar::SnapshotController, world.scenario.dir()).await;
-    let args = vec![
+    let mut args = vec![
         identity.kubeconfig_flag(),
         format!("--http-endpoint=127.0.0.1:{metrics_port}"),
         "--retry-interval-start=200ms".to_string(),
         "--retry-interval-max=2s".to_string(),
         "-v=5".to_string(),
     ];
+    args.extend(extra.iter().map(|a| a.to_string()));
     let process = world.scenario.start("snapshot-controller", &binary("snapshot-controller"), &args);
     (process, identity)
 }

@@ -90,8 +90,14 @@ fn only_enabled_sidecars_get_roles() {
 
 #[test]
 fn the_snapshot_controller_roles_are_its_e2e_fixture() {
-    let roles = roles(Chart::SnapshotController, &[]);
     let fixture = Rules::of(Sidecar::SnapshotController);
-    assert_eq!(role_rules(&roles, "ClusterRole", "r-snapshot-controller"), fixture.cluster);
-    assert_eq!(role_rules(&roles, "Role", "r-snapshot-controller"), fixture.namespaced);
+    let distributed = roles(Chart::SnapshotController, &["distributedSnapshotting=true"]);
+    assert_eq!(role_rules(&distributed, "ClusterRole", "r-snapshot-controller"), fixture.cluster);
+    assert_eq!(role_rules(&distributed, "Role", "r-snapshot-controller"), fixture.namespaced);
+
+    // By default, upstream's rule for distributed snapshotting (nodes) is left out, as upstream ships it.
+    let default = roles(Chart::SnapshotController, &[]);
+    let mut expected = fixture.cluster;
+    expected.retain(|rule| !rule.resources.iter().flatten().any(|r| r == "nodes"));
+    assert_eq!(role_rules(&default, "ClusterRole", "r-snapshot-controller"), expected);
 }

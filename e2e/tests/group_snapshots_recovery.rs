@@ -17,10 +17,11 @@ use csi_sidecars_e2e::{
     Cluster, Process, Scenario, Sidecar, SidecarIdentity, binary, eventually, free_port, http_get,
     install_snapshot_crds, wait_for,
 };
-use kube::api::{DeleteParams, ListParams};
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
-use snapshot_api::VolumeSnapshotContent;
+use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeSnapshotContent};
 
 /// One snapshot-controller at a time in the cluster.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -250,4 +251,79 @@ async fn group_operations_are_timed_on_metrics() {
         );
         assert!(metrics.lines().any(|l| l.starts_with(&series)), "{series} in\n{metrics}");
     }
+}
+
+/// A driver without group snapshots (GroupControllerGetCapabilities and CreateVolumeGroupSnapshot answer
+/// UNIMPLEMENTED, as a driver without a GroupController service does) under csi-snapshotter with the gate on: the
+/// sidecar still serves group contents, as upstream's does, so each gets a `GroupSnapshotCreationFailed` Warning
+/// naming the driver's answer instead of waiting unseen; the group is never ready and no storage snapshot is made.
+#[tokio::test]
+async fn a_driver_without_group_snapshots_gets_a_named_event() {
+    let _turn = SERIAL.lock().await;
+    let unimplemented = json!({"code": "Unimplemented", "message": "this driver has no group snapshots"});
+    let rule = json!({"GroupControllerGetCapabilities": unimplemented, "CreateVolumeGroupSnapshot": unimplemented});
+    let (_faults, mut world, storage_class) = world_with_faults("groupnocap", rule).await;
+    let _programs = start_programs(&mut world).await;
+    let groups = Groups::default_class(&world).await;
+    labelled_claim(&world, "p", &storage_class, &[("app", "nocap")]).await;
+    world.bound("p").await;
+
+    let group = groups.group("nocap", json!({"matchLabels": {"app": "nocap"}})).await;
+    let event = creation_failed_event(&world, &group).await;
+    let message = event.message.clone().unwrap_or_default();
+    assert!(message.contains("this driver has no group snapshots"), "names the driver's answer: {message}");
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    let group = groups.groups().get("nocap").await.unwrap();
+    assert_ne!(group.status.and_then(|s| s.ready_to_use), Some(true), "the group is not ready");
+    assert!(plugin_snapshots(&world).is_empty(), "no storage snapshot");
+}
+
+/// A VolumeGroupSnapshotClass naming a group-snapshotter Secret that does not exist yet: the content gets a
+/// `GroupSnapshotCreationFailed` Warning naming the Secret and nothing is cut; once the Secret exists the group is
+/// cut with it, and deleted (its deletion reads the same Secret) with nothing left in the storage.
+#[tokio::test]
+async fn a_group_secret_is_named_until_it_exists_then_used_to_cut_and_delete() {
+    let _turn = SERIAL.lock().await;
+    let (_faults, mut world, storage_class) = world_with_faults("groupsecret", json!({})).await;
+    let _programs = start_programs(&mut world).await;
+    let class = format!("{}-group-secret", world.ns());
+    let object: VolumeGroupSnapshotClass = serde_json::from_value(json!({
+        "apiVersion": "groupsnapshot.storage.k8s.io/v1",
+        "kind": "VolumeGroupSnapshotClass",
+        "metadata": {"name": class},
+        "driver": world.driver,
+        "deletionPolicy": "Delete",
+        "parameters": {
+            "csi.storage.k8s.io/group-snapshotter-secret-name": "group-credentials",
+            "csi.storage.k8s.io/group-snapshotter-secret-namespace": "${volumegroupsnapshot.namespace}",
+        },
+    }))
+    .unwrap();
+    Api::<VolumeGroupSnapshotClass>::all(world.client.clone()).create(&PostParams::default(), &object).await.unwrap();
+    let groups = Groups { world: &world, class };
+    labelled_claim(&world, "p", &storage_class, &[("app", "secret")]).await;
+    world.bound("p").await;
+
+    let group = groups.group_of_class("guarded", json!({"matchLabels": {"app": "secret"}})).await;
+    let event = creation_failed_event(&world, &group).await;
+    let message = event.message.clone().unwrap_or_default();
+    assert!(message.contains("group-credentials"), "names the Secret: {message}");
+    assert!(plugin_snapshots(&world).is_empty(), "nothing cut without the Secret");
+
+    world.secret("group-credentials", "password", "group-secret-value").await;
+    groups.ready("guarded").await;
+    groups.ready_members(&group, 1).await;
+    delete_and_check_empty(&world, &groups, "guarded").await;
+}
+
+/// The `GroupSnapshotCreationFailed` event on the group's content (cluster-scoped: its events are in `default`).
+async fn creation_failed_event(world: &World, group: &VolumeGroupSnapshot) -> Event {
+    let content = format!("groupsnapcontent-{}", group.uid().unwrap());
+    let events: Api<Event> = Api::all(world.client.clone());
+    wait_for("a GroupSnapshotCreationFailed event on the content", TIMEOUT, || async {
+        let params = ListParams::default().fields(&format!("involvedObject.name={content}"));
+        let listed = events.list(&params).await.ok()?.items;
+        listed.into_iter().find(|e| e.reason.as_deref() == Some("GroupSnapshotCreationFailed"))
+    })
+    .await
 }

@@ -1,7 +1,8 @@
 //! CSI migration: a driver that replaces an in-tree plugin (here the hostpath plugin named `ebs.csi.aws.com`)
 //! provisions and deletes the volumes of that plugin's StorageClasses (`kubernetes.io/aws-ebs`), writing the PVs in
 //! their in-tree form, as the control plane's PV controller expects from a migrated plugin; and it expands in-tree
-//! PVs once kube-controller-manager hands their claims over to it.
+//! PVs once kube-controller-manager hands their claims over to it. Portworx (`pxd.portworx.com`), whose class
+//! translation differs, has a test of its own.
 //!
 //! Sidecars watch the whole cluster and the driver name is fixed, so the tests here take turns
 //! ([`ONE_AT_A_TIME`]); no other test file may use this driver name.
@@ -77,6 +78,55 @@ async fn provisioner_serves_the_in_tree_classes_of_the_plugin_it_replaces() {
     ] {
         assert!(metrics.contains(series), "missing {series} in /metrics:\n{metrics}");
     }
+}
+
+/// Portworx, whose translation differs from the others: the class names the driver as its provisioner and its
+/// OpenStorage auth secret stands for every CSI secret. The provisioner reads that secret for CreateVolume, writes a
+/// `portworxVolume` PV naming the in-tree plugin and the secret for the deletion, and deletes through the driver.
+#[tokio::test]
+async fn provisioner_serves_portworx_classes_with_their_auth_secret() {
+    let mut world = World::with_driver("prov-migration-px", Some("pxd.portworx.com"), &[]).await;
+    world.secret("px-auth", "auth-token", "px-token-value").await;
+    let class_name = format!("{}-px", world.ns());
+    let class = StorageClass {
+        metadata: ObjectMeta { name: Some(class_name.clone()), ..Default::default() },
+        provisioner: "kubernetes.io/portworx-volume".into(),
+        parameters: Some(
+            [
+                ("repl".to_string(), "2".to_string()),
+                ("openstorage.io/auth-secret-name".to_string(), "px-auth".to_string()),
+                ("openstorage.io/auth-secret-namespace".to_string(), world.ns().to_string()),
+            ]
+            .into(),
+        ),
+        reclaim_policy: Some("Delete".into()),
+        volume_binding_mode: Some("Immediate".into()),
+        ..Default::default()
+    };
+    Api::<StorageClass>::all(world.client.clone()).create(&PostParams::default(), &class).await.unwrap();
+    world.classes.push(class_name.clone());
+    let provisioner = world.start_provisioner("csi-provisioner", &["--feature-gates=Topology=false"]);
+
+    world.claim("legacy", &class_name, None, "ReadWriteOnce").await;
+    let volume_name = world.bound("legacy").await;
+    let pv = world.volumes().get(&volume_name).await.unwrap();
+    let spec = pv.spec.clone().unwrap();
+    assert!(spec.csi.is_none(), "the PV is written in its in-tree form");
+    let portworx = spec.portworx_volume.expect("a portworxVolume PV");
+    assert_eq!(world.plugin_volumes(), vec![portworx.volume_id.clone()], "the in-tree volume id is the driver's");
+    let annotations = pv.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(annotations["pv.kubernetes.io/provisioned-by"], "kubernetes.io/portworx-volume");
+    assert_eq!(annotations["volume.kubernetes.io/provisioner-deletion-secret-name"], "px-auth", "the auth secret");
+    let created = plugin_volume_rows(&world.socket);
+    assert_eq!(created[0]["volume_context"]["repl"], "2", "the other parameters reach the driver: {created:?}");
+
+    world.claims().delete("legacy", &DeleteParams::default()).await.unwrap();
+    eventually("the in-tree PV is deleted with its volume", TIMEOUT, || async {
+        world.volumes().get_opt(&volume_name).await.unwrap().is_none()
+    })
+    .await;
+    world.no_plugin_volumes_left().await;
+    assert!(!provisioner.log().contains("px-token-value"), "the secret value was logged");
 }
 
 #[tokio::test]

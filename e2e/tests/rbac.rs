@@ -4,11 +4,11 @@
 //! Every other e2e test runs the sidecars with upstream's full rules (e2e/rbac/*.yaml); these take one verb away
 //! with `Rules::without`.
 
-use csi_sidecars_e2e::provisioner_world::ProvisionerWorld as World;
-use csi_sidecars_e2e::{Rules, Sidecar};
+use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
+use csi_sidecars_e2e::{Rules, Sidecar, eventually};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 
 const SECRET_NAME: &str = "csi.storage.k8s.io/provisioner-secret-name";
 const SECRET_NAMESPACE: &str = "csi.storage.k8s.io/provisioner-secret-namespace";
@@ -57,4 +57,35 @@ async fn a_forbidden_volume_create_is_reported_by_name_and_heals_once_granted() 
         .unwrap();
     world.bound("data").await;
     assert_eq!(world.plugin_volumes().len(), 1, "the retries made no second volume");
+}
+
+/// A PV create that keeps failing: the claim gets an event naming the failure on every try, the retries reuse the
+/// one volume the driver made (CreateVolume is idempotent by name), and once the claim is deleted that volume is
+/// deleted too. external-provisioner likewise saves indefinitely, from an in-memory queue lost on a restart
+/// (sig-storage-lib-external-provisioner `CreateProvisionedPVLimiter`); the library's default store, which it does not
+/// use, deletes the volume after a few failed saves.
+#[tokio::test]
+async fn a_volume_whose_pv_cannot_be_saved_is_kept_for_its_claim_and_deleted_with_it() {
+    let mut world = World::new("rbac-pv-keeps-failing", &[]).await;
+    let class = world.class("plain", &[], "Delete").await;
+    let rules = Rules::of(Sidecar::Provisioner).without("", "persistentvolumes", "create");
+    let identity = world.identity_with("csi-provisioner-no-pv-create", rules).await;
+    let _provisioner = world.start_provisioner_as("csi-provisioner", &identity, &[]);
+
+    world.claim("data", &class, None, "ReadWriteOnce").await;
+    world.event("data", "ProvisioningFailed", "error saving volume").await;
+    eventually("the PV create failed again and was reported again", TIMEOUT, || async {
+        world.events_of("data").await.iter().any(|e| {
+            e.reason.as_deref() == Some("ProvisioningFailed")
+                && e.message.as_deref().is_some_and(|m| m.contains("error saving volume"))
+                && e.count.unwrap_or(1) >= 2
+        })
+    })
+    .await;
+    assert_eq!(world.plugin_volumes().len(), 1, "the retries made no second volume");
+
+    world.claims().delete("data", &DeleteParams::default()).await.unwrap();
+    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("data").await.unwrap().is_none() })
+        .await;
+    world.no_plugin_volumes_left().await;
 }

@@ -5,8 +5,8 @@
 //! expects for such classes.
 //!
 //! The rules are Kubernetes' csi-translation-lib's, plugin by plugin. Supported: AWS EBS, GCE PD, Azure Disk,
-//! Azure File, OpenStack Cinder and vSphere (not yet Portworx); for any other driver [`in_tree_name_for`] says None
-//! and nothing is translated.
+//! Azure File, OpenStack Cinder, Portworx and vSphere, every plugin csi-translation-lib translates; for any other
+//! driver [`in_tree_name_for`] says None and nothing is translated.
 
 mod error;
 mod plugins;
@@ -28,7 +28,8 @@ pub fn csi_driver_for(in_tree_name: &str) -> Option<&'static str> {
     Plugin::by_in_tree_name(in_tree_name).map(Plugin::driver_name)
 }
 
-/// A StorageClass of the in-tree plugin `in_tree_name` as its CSI driver takes it. The provisioner name stays.
+/// A StorageClass of the in-tree plugin `in_tree_name` as its CSI driver takes it. The provisioner name stays, but
+/// for Portworx, whose translated class names the CSI driver (as upstream's).
 pub fn translate_in_tree_storage_class_to_csi(
     in_tree_name: &str,
     class: &StorageClass,

@@ -2,8 +2,8 @@
 
 use csi_translation::*;
 use k8s_openapi::api::core::v1::{
-    AWSElasticBlockStoreVolumeSource, CSIPersistentVolumeSource, GCEPersistentDiskVolumeSource, PersistentVolume,
-    PersistentVolumeSpec, PortworxVolumeSource,
+    AWSElasticBlockStoreVolumeSource, CSIPersistentVolumeSource, GCEPersistentDiskVolumeSource, NFSVolumeSource,
+    PersistentVolume, PersistentVolumeSpec, PortworxVolumeSource,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 
@@ -21,6 +21,7 @@ fn names() {
         ("file.csi.azure.com", "kubernetes.io/azure-file"),
         ("cinder.csi.openstack.org", "kubernetes.io/cinder"),
         ("csi.vsphere.vmware.com", "kubernetes.io/vsphere-volume"),
+        ("pxd.portworx.com", "kubernetes.io/portworx-volume"),
     ];
     for (driver, in_tree) in table {
         assert_eq!(in_tree_name_for(driver), Some(in_tree));
@@ -58,9 +59,23 @@ fn dispatch() {
         portworx_volume: Some(PortworxVolumeSource { volume_id: "px-1".into(), ..Default::default() }),
         ..Default::default()
     });
-    assert!(!is_pv_migratable(&portworx), "plugins not translated yet are left alone");
-    assert_eq!(csi_driver_of_in_tree_pv(&portworx), None);
-    assert_eq!(translate_in_tree_pv_to_csi(&portworx), Err(TranslationError::NotMigratable(String::new())));
+    assert!(is_pv_migratable(&portworx));
+    assert_eq!(csi_driver_of_in_tree_pv(&portworx), Some("pxd.portworx.com"));
+    let csi = translate_in_tree_pv_to_csi(&portworx).unwrap();
+    assert_eq!(csi.spec.as_ref().unwrap().csi.as_ref().unwrap().volume_handle, "px-1");
+    assert_eq!(translate_csi_pv_to_in_tree(&csi).unwrap().spec.unwrap().portworx_volume.unwrap().volume_id, "px-1");
+    let class = StorageClass { provisioner: "kubernetes.io/portworx-volume".into(), ..Default::default() };
+    let translated = translate_in_tree_storage_class_to_csi("kubernetes.io/portworx-volume", &class).unwrap();
+    assert_eq!(translated.provisioner, "pxd.portworx.com", "Portworx's class names the CSI driver");
+
+    // csi-translation-lib translates no other plugin: an NFS PV is left alone.
+    let nfs = pv(PersistentVolumeSpec {
+        nfs: Some(NFSVolumeSource { server: "nfs.example".into(), path: "/export".into(), read_only: None }),
+        ..Default::default()
+    });
+    assert!(!is_pv_migratable(&nfs), "plugins upstream does not translate are left alone");
+    assert_eq!(csi_driver_of_in_tree_pv(&nfs), None);
+    assert_eq!(translate_in_tree_pv_to_csi(&nfs), Err(TranslationError::NotMigratable(String::new())));
 
     let foreign = pv(PersistentVolumeSpec {
         csi: Some(CSIPersistentVolumeSource { driver: "hostpath.csi.k8s.io".into(), ..Default::default() }),

@@ -5,7 +5,8 @@
 //!   `external-snapshotter-group-leader-<driver>` (never csi-snapshotter's).
 //! - csi-snapshotter with `CSIVolumeGroupSnapshot` on (its default since external-snapshotter v8.7.0): the same loop
 //!   beside its content loop and under its Lease, built by [`sidecar_controller`] once [`sidecar_groups_served`] says
-//!   yes.
+//!   the group kinds are served (a driver [`driver_has_group_snapshots`] says no to gets a warning, and the loop all
+//!   the same, as upstream's).
 //! - snapshot-controller with the same gate: [`controller_group_loop`], beside its single-snapshot loop.
 //!
 //! csi-group-snapshotter has csi-snapshotter's command line (crate `snapshotter`, `flags::sidecar::Args`, the gate
@@ -121,10 +122,10 @@ pub fn sidecar_controller(
 }
 
 /// Whether csi-snapshotter, with `CSIVolumeGroupSnapshot` on, runs its group loop: the API server serves the group
-/// kinds it reads, and the driver offers group snapshots. The gate is on by default since external-snapshotter v8.7.0,
-/// which therefore turns groups off for the run, with a warning, on a cluster without the group CRDs (a driver vendor
-/// cannot tell whether a cluster has them); single snapshots go on either way.
-pub async fn sidecar_groups_served(client: &kube::Client, csi: &CsiClient) -> bool {
+/// kinds it reads. The gate is on by default since external-snapshotter v8.7.0, which therefore turns groups off for
+/// the run, with a warning, on a cluster without the group CRDs (a driver vendor cannot tell whether a cluster has
+/// them); single snapshots go on either way (external-snapshotter cmd/csi-snapshotter/main.go).
+pub async fn sidecar_groups_served(client: &kube::Client) -> bool {
     if let Err(error) = sidecar::crds_served(client).await {
         tracing::warn!(
             %error,
@@ -133,7 +134,7 @@ pub async fn sidecar_groups_served(client: &kube::Client, csi: &CsiClient) -> bo
         );
         return false;
     }
-    driver_has_group_snapshots(csi).await
+    true
 }
 
 /// Whether the driver offers CreateVolumeGroupSnapshot, DeleteVolumeGroupSnapshot and GetVolumeGroupSnapshot.

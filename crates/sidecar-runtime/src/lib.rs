@@ -12,6 +12,7 @@
 //! - [`queue`]: the controllers' deduplicating work queue with per-key backoff.
 //! - [`control_loop`]: the one loop every controller declares ([`Loop`]): caches, queues and workers, resyncs, tasks.
 //! - [`names`]: Kubernetes and CSI names more than one sidecar uses.
+//! - [`node_affinity`]: which nodes a PersistentVolume's node affinity admits, as Kubernetes reads a NodeSelector.
 //! - [`object_names`]: Kubernetes' DNS-1123 rules for the names and namespaces templates resolve to.
 //! - [`quantity`]: Kubernetes quantities as byte counts and back.
 //! - [`snapshot_operations`]: the snapshot-controller's operation histogram, shared by its single and group loops.
@@ -35,6 +36,7 @@ pub mod kube_client;
 pub mod leader_election;
 pub mod logging;
 pub mod names;
+pub mod node_affinity;
 pub mod object_names;
 pub mod process_metrics;
 pub mod quantity;

@@ -1,7 +1,10 @@
 //! csi-snapshotter, as its binary and `csi-sidecars` start it: [`::snapshotter::start`]'s content loop and, with the
-//! gate on (its default), the group CRDs served and a driver that has group snapshots, the group loop beside it.
+//! gate on (its default) and the group CRDs served, the group loop beside it. A driver without group snapshots gets a
+//! warning and the loop all the same, as upstream's (external-snapshotter cmd/csi-snapshotter/main.go): its group
+//! contents are then refused by the driver and each gets a `GroupSnapshotCreationFailed` event naming the answer,
+//! instead of waiting unseen.
 
-use group_snapshotter::start::{sidecar_controller, sidecar_groups_served};
+use group_snapshotter::start::{driver_has_group_snapshots, sidecar_controller, sidecar_groups_served};
 use sidecar_runtime::{Driver, SetupError, Sidecar, SidecarLoop};
 pub use snapshotter::start::{Config, NAME};
 
@@ -17,8 +20,13 @@ pub async fn start(
     groups: bool,
 ) -> Result<SidecarLoop, SetupError> {
     let content = snapshotter::start::content_loop(&config, sidecar, driver).await?;
-    if !(groups && config.group_snapshots() && sidecar_groups_served(&sidecar.client(), &content.csi).await) {
+    if !(groups && config.group_snapshots() && sidecar_groups_served(&sidecar.client()).await) {
         return Ok(content.alone());
+    }
+    if !driver_has_group_snapshots(&content.csi).await {
+        tracing::warn!(driver = %driver.name,
+            "the CSI driver does not offer CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT with CSIVolumeGroupSnapshot on: \
+             its group snapshot contents will fail");
     }
     let args = group_args(config.args());
     let groups = sidecar_controller(&args, sidecar, content.csi.clone(), &driver.name, content.events.clone());

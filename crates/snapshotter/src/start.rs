@@ -214,9 +214,6 @@ pub async fn controller_loops(config: &ControllerConfig, sidecar: &mut Sidecar) 
     let args = &config.args;
     args.common.feature_gates().warn_ga_gates_set(&GA_GATES);
     wait_for_crds(&sidecar.client(), args.retry_crd_interval_max).await.refused()?;
-    if args.enable_distributed_snapshotting {
-        tracing::warn!("--enable-distributed-snapshotting is accepted but contents are not labelled with a node yet");
-    }
     let options = common::Options {
         workers: args.worker_threads,
         retry: RetryPolicy::from_args(&args.retry),
@@ -225,6 +222,7 @@ pub async fn controller_loops(config: &ControllerConfig, sidecar: &mut Sidecar) 
             prevent_volume_mode_conversion: args.prevent_volume_mode_conversion,
             managed_by_node: None,
         },
+        distributed_snapshotting: args.enable_distributed_snapshotting,
     };
     let queue_metrics = sidecar.queue_metrics();
     let events = sidecar.events(common::EVENT_COMPONENT);

@@ -5,6 +5,7 @@ mod azure_disk;
 mod azure_file;
 mod gce_pd;
 mod openstack_cinder;
+mod portworx;
 mod vsphere_volume;
 
 use k8s_openapi::api::core::v1::{CSIPersistentVolumeSource, PersistentVolume};
@@ -20,15 +21,17 @@ pub enum Plugin {
     AzureFile,
     GcePd,
     OpenStackCinder,
+    Portworx,
     VsphereVolume,
 }
 
-const ALL: [Plugin; 6] = [
+const ALL: [Plugin; 7] = [
     Plugin::AwsEbs,
     Plugin::AzureDisk,
     Plugin::AzureFile,
     Plugin::GcePd,
     Plugin::OpenStackCinder,
+    Plugin::Portworx,
     Plugin::VsphereVolume,
 ];
 
@@ -54,6 +57,8 @@ impl Plugin {
             Some(Plugin::GcePd)
         } else if spec.cinder.is_some() {
             Some(Plugin::OpenStackCinder)
+        } else if spec.portworx_volume.is_some() {
+            Some(Plugin::Portworx)
         } else if spec.vsphere_volume.is_some() {
             Some(Plugin::VsphereVolume)
         } else {
@@ -68,6 +73,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::DRIVER,
             Plugin::GcePd => gce_pd::DRIVER,
             Plugin::OpenStackCinder => openstack_cinder::DRIVER,
+            Plugin::Portworx => portworx::DRIVER,
             Plugin::VsphereVolume => vsphere_volume::DRIVER,
         }
     }
@@ -79,6 +85,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::IN_TREE,
             Plugin::GcePd => gce_pd::IN_TREE,
             Plugin::OpenStackCinder => openstack_cinder::IN_TREE,
+            Plugin::Portworx => portworx::IN_TREE,
             Plugin::VsphereVolume => vsphere_volume::IN_TREE,
         }
     }
@@ -90,6 +97,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::storage_class_to_csi(class),
             Plugin::GcePd => gce_pd::storage_class_to_csi(class),
             Plugin::OpenStackCinder => openstack_cinder::storage_class_to_csi(class),
+            Plugin::Portworx => portworx::storage_class_to_csi(class),
             Plugin::VsphereVolume => vsphere_volume::storage_class_to_csi(class),
         }
     }
@@ -101,6 +109,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::pv_to_csi(pv),
             Plugin::GcePd => gce_pd::pv_to_csi(pv),
             Plugin::OpenStackCinder => openstack_cinder::pv_to_csi(pv),
+            Plugin::Portworx => portworx::pv_to_csi(pv),
             Plugin::VsphereVolume => vsphere_volume::pv_to_csi(pv),
         }
     }
@@ -120,6 +129,7 @@ impl Plugin {
             Plugin::AzureFile => azure_file::pv_to_in_tree(pv),
             Plugin::GcePd => gce_pd::pv_to_in_tree(pv),
             Plugin::OpenStackCinder => openstack_cinder::pv_to_in_tree(pv),
+            Plugin::Portworx => portworx::pv_to_in_tree(pv),
             Plugin::VsphereVolume => vsphere_volume::pv_to_in_tree(pv),
         }
     }

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::api::storage::v1::StorageClass;
 
+use super::names::ANN_PROVISIONED_BY;
 use super::provisioner::Provisioner;
 use super::refusal::Refusal;
 
@@ -42,13 +43,24 @@ pub fn csi_volume<'a>(
 }
 
 /// The PV this driver's volume gets in the API: in-tree form for a migrated class (upstream deletes the volume when
-/// that translation fails).
+/// that translation fails). It names the in-tree plugin as its provisioner, the class's provisioner as stored (the
+/// upstream library writes `pv.kubernetes.io/provisioned-by` from the class it read, before any translation), even
+/// where the translated class names the driver (Portworx).
 pub fn api_volume(pv: PersistentVolume, migrated: bool) -> Result<PersistentVolume, String> {
     if !migrated {
         return Ok(pv);
     }
-    csi_translation::translate_csi_pv_to_in_tree(&pv)
-        .map_err(|err| format!("failed to translate CSI PV to in-tree: {err}"))
+    let driver = pv.spec.as_ref().and_then(|s| s.csi.as_ref()).map(|c| c.driver.clone()).unwrap_or_default();
+    let mut in_tree = csi_translation::translate_csi_pv_to_in_tree(&pv)
+        .map_err(|err| format!("failed to translate CSI PV to in-tree: {err}"))?;
+    if let Some(plugin) = csi_translation::in_tree_name_for(&driver) {
+        in_tree
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(ANN_PROVISIONED_BY.into(), plugin.into());
+    }
+    Ok(in_tree)
 }
 
 #[cfg(test)]
@@ -69,6 +81,38 @@ mod tests {
 
     fn class(provisioner: &str) -> StorageClass {
         StorageClass { provisioner: provisioner.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn a_portworx_class_names_the_driver_and_its_volumes_the_plugin() {
+        let mut provisioner = Provisioner::new("pxd.portworx.com");
+        provisioner.migrated_in_tree_name = Some("kubernetes.io/portworx-volume".into());
+        let class = class("kubernetes.io/portworx-volume");
+        assert!(is_migrated_class(&provisioner, &class));
+        assert_eq!(
+            csi_class(&provisioner, &class).unwrap().provisioner,
+            "pxd.portworx.com",
+            "as upstream translates it"
+        );
+
+        let mut annotations = std::collections::BTreeMap::new();
+        annotations.insert(ANN_PROVISIONED_BY.to_string(), "pxd.portworx.com".to_string());
+        let csi = PersistentVolume {
+            metadata: kube::api::ObjectMeta { annotations: Some(annotations), ..Default::default() },
+            spec: Some(PersistentVolumeSpec {
+                csi: Some(CSIPersistentVolumeSource {
+                    driver: "pxd.portworx.com".into(),
+                    volume_handle: "px-1".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let written = api_volume(csi, true).unwrap();
+        assert_eq!(written.spec.unwrap().portworx_volume.unwrap().volume_id, "px-1");
+        let provisioned_by = written.metadata.annotations.unwrap()[ANN_PROVISIONED_BY].clone();
+        assert_eq!(provisioned_by, "kubernetes.io/portworx-volume", "the class's provisioner as stored");
     }
 
     #[test]

@@ -11,15 +11,13 @@
 //!   carrying the resourceVersion, so of two writers one gets a Conflict and loses.
 //! - A PV whose node affinity does not match this node is another instance's to delete ([`volume_is_local`]).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use csi_client::proto::{Topology, TopologyRequirement};
-use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim,
-};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, CSINodeSpec, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use sidecar_runtime::node_affinity::term_matches;
 
 use super::claim_filter::selected_node;
 use super::names::{ANN_SELECTED_NODE, BINDING_WAIT_FOR_FIRST_CONSUMER};
@@ -198,44 +196,14 @@ pub fn volume_is_local(volume: &PersistentVolume, local: &NodeDeployment) -> boo
     required.node_selector_terms.iter().any(|term| term_matches(term, &local.topology, &local.node_name))
 }
 
-/// A term matches when it has requirements and all hold; an empty term matches nothing (as Kubernetes reads it).
-fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, node_name: &str) -> bool {
-    let expressions = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if expressions.is_empty() && fields.is_empty() {
-        return false;
-    }
-    let name = BTreeMap::from([("metadata.name".to_string(), node_name.to_string())]);
-    expressions.iter().all(|r| requirement_matches(r, labels)) && fields.iter().all(|r| requirement_matches(r, &name))
-}
-
-fn requirement_matches(requirement: &NodeSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
-    let value = labels.get(&requirement.key);
-    let values = requirement.values.as_deref().unwrap_or_default();
-    let number = |text: &str| text.parse::<i64>().ok();
-    let compare = |wanted: std::cmp::Ordering| match (value.and_then(|v| number(v)), values) {
-        (Some(have), [limit]) => number(limit).is_some_and(|limit| have.cmp(&limit) == wanted),
-        _ => false,
-    };
-    match requirement.operator.as_str() {
-        "In" => value.is_some_and(|v| values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" => compare(std::cmp::Ordering::Greater),
-        "Lt" => compare(std::cmp::Ordering::Less),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
 
     use csi_client::capabilities::{PluginCapabilities, PluginService};
     use k8s_openapi::api::core::v1::{
-        NodeSelector, PersistentVolumeClaimSpec, PersistentVolumeSpec, TopologySelectorLabelRequirement,
-        TopologySelectorTerm, VolumeNodeAffinity,
+        NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolumeClaimSpec, PersistentVolumeSpec,
+        TopologySelectorLabelRequirement, TopologySelectorTerm, VolumeNodeAffinity,
     };
 
     use super::*;

@@ -41,6 +41,9 @@ pub struct Options {
     pub resync_period: Duration,
     /// `--prevent-volume-mode-conversion`.
     pub content: ContentOptions,
+    /// `--enable-distributed-snapshotting`: Nodes are watched, and each dynamic content is labelled with the node
+    /// of its volume.
+    pub distributed_snapshotting: bool,
 }
 
 pub struct Controller {
@@ -66,7 +69,7 @@ impl Controller {
         queue_metrics: Option<&QueueMetrics>,
         metrics: SnapshotMetrics,
     ) -> Controller {
-        let (stores, feeds) = Stores::new();
+        let (stores, feeds) = Stores::new(options.distributed_snapshotting);
         let snapshots = WorkQueue::with_optional_metrics("snapshot-controller-snapshot", options.retry, queue_metrics);
         let contents = WorkQueue::with_optional_metrics("snapshot-controller-content", options.retry, queue_metrics);
         let shared = Shared { client, events, options, stores, snapshots, contents, metrics };

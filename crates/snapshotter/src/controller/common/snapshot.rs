@@ -19,7 +19,7 @@ use crate::translate::common::default_class::{
     ClassLookup, class_lookup, class_missing, default_class, default_class_failed, sync_continues_without_class,
 };
 use crate::translate::common::deletion::{content_delete_failed, deletion_content_name, snapshot_deletion};
-use crate::translate::common::dynamic_content::{create_failed, creating_event, creation_failed};
+use crate::translate::common::dynamic_content::{create_failed, creating_event, creation_failed, managing_node};
 use crate::translate::common::finalizers::{
     claim_finalizer_before_create, claim_finalizer_removal, claim_finalizer_removal_failed, snapshot_finalizer_failed,
     snapshot_finalizers,
@@ -215,12 +215,16 @@ async fn create_content(
             return Err(Retry(err.to_string()));
         }
     };
-    let content = match crate::translate::common::dynamic_content::dynamic_content(
-        snapshot,
-        class,
-        &volume,
-        &shared.options.content,
-    ) {
+    let mut options = shared.options.content.clone();
+    if shared.options.distributed_snapshotting {
+        let nodes = shared.stores.nodes();
+        options.managed_by_node = managing_node(&volume, nodes.iter().map(|n| &**n));
+        if options.managed_by_node.is_none() {
+            tracing::warn!(snapshot = %snapshot_key(snapshot), volume = %volume.name_any(),
+                "no node matches the volume's node affinity: the content gets no managed-by label");
+        }
+    }
+    let content = match crate::translate::common::dynamic_content::dynamic_content(snapshot, class, &volume, &options) {
         Ok(content) => content,
         Err(failure) => {
             let error = failure.error.clone().unwrap_or_default();

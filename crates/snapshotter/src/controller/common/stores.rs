@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
 use kube::{Api, ResourceExt};
 use sidecar_runtime::watch::{self, Cache, CacheFeed, Change, Watches};
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
@@ -20,6 +20,8 @@ pub struct Stores {
     pub classes: Cache<VolumeSnapshotClass>,
     /// Claims, for the claim finalizer and for pending restores (upstream keeps a claim lister too).
     pub claims: Cache<PersistentVolumeClaim>,
+    /// Nodes, only with `--enable-distributed-snapshotting` (upstream's node informer likewise).
+    pub nodes: Option<Cache<Node>>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -28,17 +30,30 @@ pub struct Feeds {
     contents: CacheFeed<VolumeSnapshotContent>,
     classes: CacheFeed<VolumeSnapshotClass>,
     claims: CacheFeed<PersistentVolumeClaim>,
+    nodes: Option<CacheFeed<Node>>,
 }
 
 impl Stores {
-    pub fn new() -> (Stores, Feeds) {
+    /// The caches; Nodes too with `distributed_snapshotting`.
+    pub fn new(distributed_snapshotting: bool) -> (Stores, Feeds) {
         let (snapshots, snapshots_feed) = watch::cache();
         let (contents, contents_feed) = watch::cache();
         let (classes, classes_feed) = watch::cache();
         let (claims, claims_feed) = watch::cache();
-        let feeds =
-            Feeds { snapshots: snapshots_feed, contents: contents_feed, classes: classes_feed, claims: claims_feed };
-        (Stores { snapshots, contents, classes, claims }, feeds)
+        let (nodes, nodes_feed) = distributed_snapshotting.then(watch::cache).unzip();
+        let feeds = Feeds {
+            snapshots: snapshots_feed,
+            contents: contents_feed,
+            classes: classes_feed,
+            claims: claims_feed,
+            nodes: nodes_feed,
+        };
+        (Stores { snapshots, contents, classes, claims, nodes }, feeds)
+    }
+
+    /// Every cached Node (none without `--enable-distributed-snapshotting`).
+    pub fn nodes(&self) -> Vec<Arc<Node>> {
+        self.nodes.as_ref().map(Cache::state).unwrap_or_default()
     }
 
     /// The snapshot of a `namespace/name` key.
@@ -116,6 +131,9 @@ pub fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
         }
     });
 
+    if let Some(nodes) = feeds.nodes {
+        watches.watch(nodes, Api::all(client.clone()), |_| {});
+    }
     watches.watch(feeds.claims, Api::all(client), |_| {});
     watches
 }

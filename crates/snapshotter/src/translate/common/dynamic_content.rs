@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::PersistentVolume;
+use k8s_openapi::api::core::v1::{Node, PersistentVolume};
 use kube::ResourceExt;
 use sidecar_runtime::events::PlannedEvent;
+use sidecar_runtime::node_affinity::node_matches;
 use snapshot_api::names::{
     ANN_DELETION_SECRET_NAME, ANN_DELETION_SECRET_NAMESPACE, FINALIZER_VOLUME_SNAPSHOT_CONTENT_BOUND, LABEL_MANAGED_BY,
 };
@@ -24,8 +25,18 @@ use super::status_error::SnapshotFailure;
 pub struct ContentOptions {
     /// `--prevent-volume-mode-conversion` (default true): record the volume's mode in `spec.sourceVolumeMode`.
     pub prevent_volume_mode_conversion: bool,
-    /// `--enable-distributed-snapshotting`: the node matching the volume's node affinity, found by the controller.
+    /// `--enable-distributed-snapshotting`: the node matching the volume's node affinity ([`managing_node`]), found
+    /// by the controller for each content.
     pub managed_by_node: Option<String>,
+}
+
+/// `--enable-distributed-snapshotting`: the node whose csi-snapshotter (`--node-deployment`) cuts the snapshot of
+/// `volume`, for the content's `managed-by` label: a node its required node affinity admits, the first by name
+/// (upstream takes the first its node lister returns). A volume without required node affinity, or one no node
+/// matches, gets no label (external-snapshotter pkg/common-controller/snapshot_controller.go, getManagedByNode).
+pub fn managing_node<'a>(volume: &PersistentVolume, nodes: impl IntoIterator<Item = &'a Node>) -> Option<String> {
+    let required = volume.spec.as_ref()?.node_affinity.as_ref()?.required.as_ref()?;
+    nodes.into_iter().filter(|node| node_matches(required, node)).filter_map(|node| node.metadata.name.clone()).min()
 }
 
 /// The content of `snapshot`, taken with `class` of the claim's `volume` (already checked by
@@ -191,6 +202,49 @@ mod tests {
         let annotated = dynamic_content(&vs, Some(&with_secret), &volume, &options(true, None)).unwrap();
         assert_eq!(annotated.annotations()["snapshot.storage.kubernetes.io/deletion-secret-name"], "snap-creds", "5");
         assert_eq!(annotated.annotations()["snapshot.storage.kubernetes.io/deletion-secret-namespace"], "ns", "5");
+    }
+
+    #[test]
+    fn the_managing_node_is_one_the_volume_affinity_admits() {
+        use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, VolumeNodeAffinity};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+        const KEY: &str = "topology.hostpath.csi/node";
+        let node = |name: &str, value: &str| Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some(BTreeMap::from([(KEY.to_string(), value.to_string())])),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let pinned_to = |values: &[&str]| {
+            let mut volume = csi_volume("pv-1", "ns", "data", "c-1");
+            volume.spec.as_mut().unwrap().node_affinity = Some(VolumeNodeAffinity {
+                required: Some(NodeSelector {
+                    node_selector_terms: vec![NodeSelectorTerm {
+                        match_expressions: Some(vec![NodeSelectorRequirement {
+                            key: KEY.into(),
+                            operator: "In".into(),
+                            values: Some(values.iter().map(|v| v.to_string()).collect()),
+                        }]),
+                        match_fields: None,
+                    }],
+                }),
+            });
+            volume
+        };
+        let nodes = [node("node-b", "n2"), node("node-c", "n1"), node("node-a", "n1")];
+        // (rule, volume, managing node)
+        let table = [
+            ("the node the volume lives on", pinned_to(&["n2"]), Some("node-b")),
+            ("of several matching nodes the first by name", pinned_to(&["n1"]), Some("node-a")),
+            ("no node matches: no label", pinned_to(&["n9"]), None),
+            ("no node affinity: no label", csi_volume("pv-1", "ns", "data", "c-1"), None),
+        ];
+        for (rule, volume, want) in table {
+            assert_eq!(managing_node(&volume, &nodes).as_deref(), want, "{rule}");
+        }
     }
 
     #[test]

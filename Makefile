@@ -32,7 +32,7 @@ sanity: tools
 # The suites run a second time with each sidecar as `csi-sidecars --sidecars=<one>` (E2E_SIDECAR_MODE=combined):
 # about 2 minutes on 2 cores. Any suite runs that way with E2E_SIDECAR_MODE=combined cargo test --test <suite>.
 COMBINED_SUITES := --test provisioner_dynamic --test resizer_static --test snapshot_controller --test snapshotter_sidecar \
-	--test volume_attributes_class
+	--test volume_attributes_class --test attacher_attach --test attacher_recovery
 
 # Real processes against a real etcd + kube-apiserver + kube-controller-manager.
 # The cluster is stopped afterwards whether the tests pass or not.

@@ -93,8 +93,14 @@ fn snapshot_controller_accepts_every_flag_of_upstreams() {
 }
 
 #[test]
+fn csi_attacher_accepts_every_flag_of_upstreams() {
+    check("csi-attacher", "csi-attacher", &[]);
+}
+
+#[test]
 fn csi_sidecars_accepts_every_flag_of_the_sidecars_it_runs() {
     check("csi-provisioner", "csi-sidecars", &["--sidecars=provisioner"]);
     check("csi-resizer", "csi-sidecars", &["--sidecars=resizer"]);
     check("csi-snapshotter", "csi-sidecars", &["--sidecars=snapshotter"]);
+    check("csi-attacher", "csi-sidecars", &["--sidecars=attacher"]);
 }

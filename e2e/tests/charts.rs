@@ -67,6 +67,7 @@ fn the_sidecar_chart_deploys_what_its_values_enable() {
         containers(&["resizer.enabled=false", "snapshotter.enabled=true"]),
         ["driver", "csi-provisioner", "csi-snapshotter"]
     );
+    assert_eq!(containers(&["attacher.enabled=true"]), ["driver", "csi-attacher", "csi-provisioner", "csi-resizer"]);
 }
 
 /// The rendered object of `kind` for `--set` `values`.
@@ -349,13 +350,15 @@ fn the_combined_mode_runs_one_container_with_each_sidecars_flags_prefixed() {
     assert_eq!(container["image"], "registry.example.com/storage/csi-sidecars:0.1.0");
     let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     for expected in [
-        "--sidecars=provisioner,resizer,snapshotter",
+        "--sidecars=attacher,provisioner,resizer,snapshotter",
         "--http-endpoint=:8080",
         "--leader-election=true",
         "--leader-election-shared=false",
         "--provisioner.timeout=10s",
         "--resizer.timeout=10s",
         "--snapshotter.timeout=1m",
+        "--attacher.timeout=15s",
+        "--attacher.worker-threads=20",
         "--snapshotter.feature-gates=CSIVolumeGroupSnapshot=true",
         "--provisioner.extra-create-metadata",
         "--provisioner.default-fstype=ext4",

@@ -48,7 +48,7 @@ e2e: tools
 # and reading volumes. One test at a time (they share the one node); the cluster is stopped afterwards. A machine
 # that lacks what the node needs (`bash e2e/cluster.sh node-check`; README, "Set up") skips them with a message,
 # unless E2E_NODE=required (.ci/run sets it).
-NODE_SUITES := --test node_charts --test node_dropin --test node_volumes
+NODE_SUITES := --test node_charts --test node_dropin --test node_volumes --test node_attach
 
 node-e2e: tools
 	@if ! bash e2e/cluster.sh node-check; then \

@@ -111,6 +111,30 @@ fn the_node_half_mounts_the_kubelets_directories_and_registers_the_drivers_socke
     let names: Vec<&str> = containers.iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["driver", "csi-node-driver-registrar", "livenessprobe"]);
 
+    // mode: combined: one csi-sidecars container for both, each health check on its own port as before.
+    let combined =
+        rendered("DaemonSet", &[&values[..], &["mode=combined", "node.registrar.extraArgs={--timeout=5s}"]].concat())
+            .unwrap();
+    let combined_containers = combined["spec"]["template"]["spec"]["containers"].as_array().unwrap();
+    let names: Vec<&str> = combined_containers.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["driver", "csi-sidecars"]);
+    let args: Vec<&str> =
+        combined_containers[1]["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    for expected in [
+        "--sidecars=registrar,livenessprobe",
+        "--kubelet-registration-path=$(DRIVER_REG_SOCK_PATH)",
+        "--registrar.health-port=9809",
+        "--livenessprobe.health-port=9808",
+        "--registrar.timeout=5s",
+    ] {
+        assert!(args.contains(&expected), "{expected} missing: {args:?}");
+    }
+    assert_eq!(combined_containers[1]["livenessProbe"]["httpGet"]["port"], "registrar");
+    assert_eq!(
+        combined_containers[0]["livenessProbe"]["httpGet"]["port"], "healthz",
+        "the driver's, on livenessprobe's port"
+    );
+
     let driver = &containers[0];
     assert_eq!(driver["securityContext"]["privileged"], true, "mounting needs it");
     assert_eq!(driver["livenessProbe"]["httpGet"]["port"], "healthz");

@@ -3,7 +3,8 @@
 # distroless images: a deployment that sets no runAsUser reaches a root driver's socket as before the swap).
 #
 #   docker build --target csi-provisioner -t REGISTRY/csi-provisioner:TAG .
-#   (targets: csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-sidecars)
+#   (targets: csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-attacher
+#    csi-node-driver-registrar livenessprobe csi-sidecars)
 #
 # buildah, kaniko and `docker buildx` read this file as it is. linux/amd64 only (the static gnu target).
 
@@ -14,14 +15,15 @@ COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked \
-      --target x86_64-unknown-linux-gnu -p provisioner -p resizer -p snapshot-binaries -p csi-sidecars \
+      --target x86_64-unknown-linux-gnu -p provisioner -p resizer -p snapshot-binaries -p attacher \
+      -p node-driver-registrar -p livenessprobe -p csi-sidecars \
       --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin snapshot-controller \
-      --bin csi-group-snapshotter --bin csi-sidecars \
+      --bin csi-group-snapshotter --bin csi-attacher --bin csi-node-driver-registrar --bin livenessprobe \
+      --bin csi-sidecars \
  && mkdir /out \
- && cp target/x86_64-unknown-linux-gnu/release/csi-provisioner target/x86_64-unknown-linux-gnu/release/csi-resizer \
-       target/x86_64-unknown-linux-gnu/release/csi-snapshotter target/x86_64-unknown-linux-gnu/release/snapshot-controller \
-       target/x86_64-unknown-linux-gnu/release/csi-group-snapshotter target/x86_64-unknown-linux-gnu/release/csi-sidecars \
-       /out/
+ && cd target/x86_64-unknown-linux-gnu/release \
+ && cp csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-attacher \
+       csi-node-driver-registrar livenessprobe csi-sidecars /out/
 
 FROM scratch AS csi-provisioner
 COPY --from=build --chmod=0755 /out/csi-provisioner /csi-provisioner
@@ -47,6 +49,21 @@ FROM scratch AS csi-group-snapshotter
 COPY --from=build --chmod=0755 /out/csi-group-snapshotter /csi-group-snapshotter
 USER 0:0
 ENTRYPOINT ["/csi-group-snapshotter"]
+
+FROM scratch AS csi-attacher
+COPY --from=build --chmod=0755 /out/csi-attacher /csi-attacher
+USER 0:0
+ENTRYPOINT ["/csi-attacher"]
+
+FROM scratch AS csi-node-driver-registrar
+COPY --from=build --chmod=0755 /out/csi-node-driver-registrar /csi-node-driver-registrar
+USER 0:0
+ENTRYPOINT ["/csi-node-driver-registrar"]
+
+FROM scratch AS livenessprobe
+COPY --from=build --chmod=0755 /out/livenessprobe /livenessprobe
+USER 0:0
+ENTRYPOINT ["/livenessprobe"]
 
 FROM scratch AS csi-sidecars
 COPY --from=build --chmod=0755 /out/csi-sidecars /csi-sidecars

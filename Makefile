@@ -33,7 +33,7 @@ sanity: tools
 # The suites run a second time with each sidecar as `csi-sidecars --sidecars=<one>` (E2E_SIDECAR_MODE=combined):
 # about 2 minutes on 2 cores. Any suite runs that way with E2E_SIDECAR_MODE=combined cargo test --test <suite>.
 COMBINED_SUITES := --test provisioner_dynamic --test resizer_static --test snapshot_controller --test snapshotter_sidecar \
-	--test volume_attributes_class
+	--test volume_attributes_class --test attacher_attach --test attacher_recovery
 
 # Real processes against a real etcd + kube-apiserver + kube-controller-manager.
 # The cluster is stopped afterwards whether the tests pass or not.
@@ -49,7 +49,7 @@ e2e: tools
 # and reading volumes. One test at a time (they share the one node); the cluster is stopped afterwards. A machine
 # that lacks what the node needs (`bash e2e/cluster.sh node-check`; README, "Set up") skips them with a message,
 # unless E2E_NODE=required (.ci/run sets it).
-NODE_SUITES := --test node_charts --test node_dropin --test node_volumes
+NODE_SUITES := --test node_charts --test node_dropin --test node_volumes --test node_attach
 
 node-e2e: tools
 	@if ! bash e2e/cluster.sh node-check; then \

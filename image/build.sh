@@ -16,8 +16,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET_TRIPLE=x86_64-unknown-linux-gnu
 # The binaries of the image, each with its package.
-BINARIES=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-sidecars)
-PACKAGES=(provisioner resizer snapshot-binaries csi-sidecars)
+BINARIES=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-attacher
+	csi-node-driver-registrar livenessprobe csi-sidecars)
+PACKAGES=(provisioner resizer snapshot-binaries attacher node-driver-registrar livenessprobe csi-sidecars)
 BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/$TARGET_TRIPLE/release"
 OUT_DIR="$ROOT/target/image"
 ARCHIVE="$OUT_DIR/csi-sidecars.oci.tar"

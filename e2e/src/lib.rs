@@ -40,11 +40,14 @@ pub use snapshot_crds::install_snapshot_crds;
 pub use wait::{eventually, wait_for};
 
 /// The binaries the project ships, each an image of its own (`make image`) with its `--help` in the README.
-pub const SHIPPED_BINARIES: [&str; 6] = [
+pub const SHIPPED_BINARIES: [&str; 9] = [
     "csi-provisioner",
     "csi-resizer",
     "csi-snapshotter",
     "snapshot-controller",
     "csi-group-snapshotter",
+    "csi-attacher",
+    "csi-node-driver-registrar",
+    "livenessprobe",
     "csi-sidecars",
 ];

@@ -71,10 +71,16 @@ impl Node {
     /// SIGKILL to a container's process, through containerd (`containerd://<id>` from the pod's status): the
     /// kubelet sees it die and restarts it. False when containerd has no such running container.
     pub fn kill9_container(&self, container_id: &str) -> bool {
+        self.signal_container(container_id, "SIGKILL")
+    }
+
+    /// `signal` (SIGSTOP: the process hangs, alive) to a container's process, through containerd. False when
+    /// containerd has no such running container.
+    pub fn signal_container(&self, container_id: &str, signal: &str) -> bool {
         let id = container_id.strip_prefix("containerd://").unwrap_or(container_id);
         Command::new("bash")
             .arg(repo_root().join("e2e/cluster.sh"))
-            .args(["ctr", "tasks", "kill", "--signal", "SIGKILL", id])
+            .args(["ctr", "tasks", "kill", "--signal", signal, id])
             .status()
             .expect("running ctr")
             .success()
@@ -101,6 +107,38 @@ impl Drop for Cordoned {
 /// Our image of `binary`, as the charts name it by default (`<binary>:<workspace version>`).
 pub fn image(binary: &str) -> String {
     format!("{binary}:{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// A StatefulSet `name` of `replicas` busybox pods (label `app: <name>`, started in parallel) running `script` with
+/// a 1Gi claim of `class` each (template `data`, claims `data-<name>-<n>`) mounted at /data.
+pub fn statefulset(name: &str, replicas: u32, class: &str, script: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: {name}}}
+spec:
+  serviceName: {name}
+  replicas: {replicas}
+  podManagementPolicy: Parallel
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: {name}
+          image: {BUSYBOX}
+          imagePullPolicy: Never
+          command: [sh, -c, '{script}']
+          volumeMounts: [{{name: data, mountPath: /data}}]
+  volumeClaimTemplates:
+    - metadata: {{name: data}}
+      spec:
+        accessModes: [ReadWriteOnce]
+        storageClassName: {class}
+        resources: {{requests: {{storage: 1Gi}}}}
+"#
+    )
 }
 
 /// The mount points on the host at or below `dir` (a pod's volume directory, to see it unpublished).

@@ -51,6 +51,8 @@ pub struct NodeDriver {
     controller: Option<Release>,
     identity: Option<(SidecarIdentity, Scenario)>,
     state: PathBuf,
+    /// Upstream's manifests with their csi-attacher and `attachRequired: true`.
+    attach_required: bool,
     ns: TestNamespace,
     classes: Vec<(&'static str, String)>,
 }
@@ -76,6 +78,7 @@ impl NodeDriver {
             controller: Some(controller),
             identity: None,
             state,
+            attach_required: false,
             ns,
             classes: Vec::new(),
         }
@@ -115,9 +118,22 @@ impl NodeDriver {
     /// charts/snapshot-controller and upstream's hostpath manifests with our images in a new namespace, their
     /// ServiceAccount bound to upstream's rules of each sidecar, the driver's pod ready.
     pub async fn install_upstream(prefix: &str) -> NodeDriver {
+        Self::install_upstream_with(prefix, false).await
+    }
+
+    /// [`NodeDriver::install_upstream`] with upstream's csi-attacher (ours) and the CSIDriver's
+    /// `attachRequired: true`: every volume is attached (ControllerPublishVolume) before the kubelet stages it.
+    pub async fn install_upstream_attaching(prefix: &str) -> NodeDriver {
+        Self::install_upstream_with(prefix, true).await
+    }
+
+    async fn install_upstream_with(prefix: &str, attach_required: bool) -> NodeDriver {
         let mut installed = Self::prepare(prefix, 0).await;
+        installed.attach_required = attach_required;
         let scenario = Scenario::new(prefix);
-        let rules = Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter]);
+        let mut sidecars = vec![Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter];
+        sidecars.extend(attach_required.then_some(Sidecar::Attacher));
+        let rules = Rules::union(&sidecars);
         let identity =
             SidecarIdentity::with_rules(&installed.client, installed.ns(), UPSTREAM_ACCOUNT, rules, scenario.dir())
                 .await;
@@ -131,7 +147,7 @@ impl NodeDriver {
     /// replaces its pod).
     pub fn apply_upstream(&self, provisioner_security: &str) {
         let state = self.state.display().to_string();
-        apply(self.ns(), &hostpath_manifests(&self.driver, &state, provisioner_security));
+        apply(self.ns(), &hostpath_manifests(&self.driver, &state, provisioner_security, self.attach_required));
     }
 
     /// The pod of upstream's manifests, once every container of it is ready.
@@ -163,10 +179,16 @@ impl NodeDriver {
         ready_pods(&self.client, self.ns(), "app.kubernetes.io/name=snapshot-controller", 2).await
     }
 
-    /// The Leases of the sidecars, as upstream names them (csi-provisioner, csi-resizer, csi-snapshotter).
-    pub fn leases(&self) -> [String; 3] {
+    /// The Leases of the chart's sidecars, as upstream names them (csi-provisioner, csi-resizer, csi-snapshotter,
+    /// csi-attacher).
+    pub fn leases(&self) -> [String; 4] {
         let dashed = self.driver.replace('.', "-");
-        [dashed.clone(), format!("external-resizer-{dashed}"), format!("external-snapshotter-leader-{dashed}")]
+        [
+            dashed.clone(),
+            format!("external-resizer-{dashed}"),
+            format!("external-snapshotter-leader-{dashed}"),
+            format!("external-attacher-leader-{dashed}"),
+        ]
     }
 
     /// The holder of Lease `name`, once there is one.
@@ -407,6 +429,7 @@ driver:
   volumes: [{{name: state, hostPath: {{path: {state}, type: Directory}}}}]
   volumeMounts: [{{name: state, mountPath: /state}}]
 snapshotter: {{enabled: true, groupSnapshots: true}}
+attacher: {{enabled: true}}
 node:
   enabled: true
   driver:

@@ -17,6 +17,7 @@ fn combined_name(binary_name: &str) -> Option<&'static str> {
         "csi-resizer" => Some("resizer"),
         "csi-snapshotter" => Some("snapshotter"),
         "csi-group-snapshotter" => Some("group-snapshotter"),
+        "csi-attacher" => Some("attacher"),
         _ => None,
     }
 }

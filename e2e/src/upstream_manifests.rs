@@ -6,13 +6,27 @@ use crate::node::image;
 
 /// Upstream's csi-hostpath-plugin.yaml and its CSIDriver, trimmed to
 /// the sidecars we ship a drop-in for, each image swapped for ours: one StatefulSet pod running hostpath-plugin as
-/// root and privileged (controller and node in one process, its state in the host directory `state`) beside
-/// node-driver-registrar, livenessprobe, csi-provisioner, csi-resizer and csi-snapshotter, the sidecars with
-/// upstream's flags (Go spelling included) and no securityContext. `provisioner_security` is extra YAML for the
-/// provisioner container (empty: none, as upstream's).
-pub fn hostpath_manifests(driver: &str, state: &str, provisioner_security: &str) -> String {
+/// root and privileged (controller and node in one process, its state in the host directory `state`; the kubelet
+/// restarts it when livenessprobe's /healthz fails) beside node-driver-registrar, livenessprobe, csi-provisioner,
+/// csi-resizer and csi-snapshotter, the sidecars with upstream's flags (Go spelling included) and no
+/// securityContext. `provisioner_security` is extra YAML for the provisioner container (empty: none, as upstream's).
+/// `attach_required`: upstream's csi-attacher too, the CSIDriver's `attachRequired: true` (upstream's own setting)
+/// and hostpath-plugin's `--attach-required`; without it, no attacher and `attachRequired: false`.
+pub fn hostpath_manifests(driver: &str, state: &str, provisioner_security: &str, attach_required: bool) -> String {
     let version = env!("CARGO_PKG_VERSION");
     let plugin_dir = format!("/var/lib/kubelet/plugins/{driver}");
+    let (plugin_flag, attacher) = match attach_required {
+        true => (
+            ", --attach-required",
+            format!(
+                "\n        - name: csi-attacher\n          image: {}\n          imagePullPolicy: Never\n          \
+                 args: [--v=5, --csi-address=/csi/csi.sock]\n          volumeMounts:\n            \
+                 - {{mountPath: /csi, name: socket-dir}}",
+                image("csi-attacher")
+            ),
+        ),
+        false => ("", String::new()),
+    };
     format!(
         r#"apiVersion: apps/v1
 kind: StatefulSet
@@ -34,13 +48,21 @@ spec:
           image: hostpath-plugin:{version}
           imagePullPolicy: Never
           args: [--drivername={driver}, --v=5, --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME),
-            --statedir=/csi-data-dir, --node-mounts]
+            --statedir=/csi-data-dir, --node-mounts{plugin_flag}]
           env:
             - {{name: CSI_ENDPOINT, value: "unix:///csi/csi.sock"}}
             - name: KUBE_NODE_NAME
               valueFrom: {{fieldRef: {{apiVersion: v1, fieldPath: spec.nodeName}}}}
           securityContext:
             privileged: true
+          ports:
+            - {{containerPort: 9898, name: healthz, protocol: TCP}}
+          livenessProbe:
+            failureThreshold: 5
+            httpGet: {{path: /healthz, port: healthz}}
+            initialDelaySeconds: 10
+            timeoutSeconds: 3
+            periodSeconds: 2
           volumeMounts:
             - {{mountPath: /csi, name: socket-dir}}
             - {{mountPath: /var/lib/kubelet/pods, mountPropagation: Bidirectional, name: mountpoint-dir}}
@@ -80,7 +102,7 @@ spec:
           imagePullPolicy: Never
           args: [-v=5, --csi-address=/csi/csi.sock]
           volumeMounts:
-            - {{mountPath: /csi, name: socket-dir}}
+            - {{mountPath: /csi, name: socket-dir}}{attacher}
       volumes:
         - {{name: socket-dir, hostPath: {{path: {plugin_dir}, type: DirectoryOrCreate}}}}
         - {{name: mountpoint-dir, hostPath: {{path: /var/lib/kubelet/pods, type: DirectoryOrCreate}}}}
@@ -94,7 +116,7 @@ kind: CSIDriver
 metadata:
   name: {driver}
 spec:
-  attachRequired: false
+  attachRequired: {attach_required}
   podInfoOnMount: true
   volumeLifecycleModes: [Persistent]
   fsGroupPolicy: File

@@ -1,7 +1,8 @@
 //! The Grafana dashboard shipped by charts/csi-sidecars queries only metrics the binaries really export: every
-//! metric name in its PromQL is one a crate registers (`registry.register("<name>", ...)`, or a collector's
-//! `describe_gauge(.., "<name>", ..)` / `describe_counter(..)`), with the suffix the Prometheus text format gives its
-//! type (`_total` for counters, `_bucket`/`_sum`/`_count` for histograms).
+//! metric name in its PromQL is one a crate registers (`registry.register("<name>", ...)`, a collector's
+//! `describe_gauge(.., "<name>", ..)` / `describe_counter(..)`, or the `name` a registered collector carries), with
+//! the suffix the Prometheus text format gives its type (`_total` for counters, `_bucket`/`_sum`/`_count` for
+//! histograms).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -36,14 +37,21 @@ fn names_in(path: &Path) -> Vec<String> {
         text.match_indices(".register").filter(|(at, _)| !text[*at..].starts_with(".register_collector"));
     let calls = registrations.chain(text.match_indices("describe_gauge(e, "));
     let calls = calls.chain(text.match_indices("describe_counter(e, "));
-    calls
+    let mut names: Vec<String> = calls
         .filter_map(|(at, _)| {
             let rest = &text[at..];
             let call = rest.find('(')?;
             let literal = &rest[call..].split_once('"')?.1;
             Some(literal.split_once('"')?.0.to_string())
         })
-        .collect()
+        .collect();
+    // A collector that carries its one series' name: `register_collector(Box::new(X { name: "<name>", .. }))`.
+    names.extend(text.match_indices(".register_collector(").filter_map(|(at, _)| {
+        let statement = text[at..].split(';').next()?;
+        let literal = statement.split_once("name: \"")?.1;
+        Some(literal.split_once('"')?.0.to_string())
+    }));
+    names
 }
 
 /// Every PromQL text in the dashboard: panel targets' `expr`, and the `query` of templating variables of type

@@ -26,8 +26,10 @@ fn role_rules(roles: &[(String, String, Vec<PolicyRule>)], kind: &str, name: &st
     found.unwrap_or_else(|| panic!("no {kind} {name} rendered")).2.clone()
 }
 
-const EVERYTHING_ON: [&str; 5] = [
+const EVERYTHING_ON: [&str; 7] = [
     "snapshotter.enabled=true",
+    "attacher.enabled=true",
+    "attacher.rbac.secrets=true",
     "provisioner.rbac.secrets=true",
     "provisioner.rbac.referenceGrants=true",
     "resizer.rbac.secrets=true",
@@ -35,10 +37,11 @@ const EVERYTHING_ON: [&str; 5] = [
 ];
 
 /// (values key, fixture, resources upstream ships commented out).
-const SIDECARS: [(&str, Sidecar, &[&str]); 3] = [
+const SIDECARS: [(&str, Sidecar, &[&str]); 4] = [
     ("provisioner", Sidecar::Provisioner, &["secrets", "referencegrants"]),
     ("resizer", Sidecar::Resizer, &["secrets"]),
     ("snapshotter", Sidecar::Snapshotter, &["secrets"]),
+    ("attacher", Sidecar::Attacher, &["secrets"]),
 ];
 
 #[test]
@@ -54,7 +57,7 @@ fn with_every_option_on_each_sidecar_role_is_its_e2e_fixture() {
 
 #[test]
 fn by_default_each_sidecar_role_leaves_out_only_the_optional_rules() {
-    let roles = roles(Chart::CsiSidecars, &["snapshotter.enabled=true"]);
+    let roles = roles(Chart::CsiSidecars, &["snapshotter.enabled=true", "attacher.enabled=true"]);
     for (key, sidecar, optional) in SIDECARS {
         let mut expected = Rules::of(sidecar).cluster;
         expected.retain(|rule| !rule.resources.iter().flatten().any(|r| optional.contains(&r.as_str())));

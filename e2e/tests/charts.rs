@@ -67,6 +67,7 @@ fn the_sidecar_chart_deploys_what_its_values_enable() {
         containers(&["resizer.enabled=false", "snapshotter.enabled=true"]),
         ["driver", "csi-provisioner", "csi-snapshotter"]
     );
+    assert_eq!(containers(&["attacher.enabled=true"]), ["driver", "csi-attacher", "csi-provisioner", "csi-resizer"]);
 }
 
 /// Group snapshots are on by default since external-snapshotter v8.7.0 (the gate is GA): the charts render the gate
@@ -133,6 +134,30 @@ fn the_node_half_mounts_the_kubelets_directories_and_registers_the_drivers_socke
     let containers = pod["containers"].as_array().unwrap();
     let names: Vec<&str> = containers.iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["driver", "csi-node-driver-registrar", "livenessprobe"]);
+
+    // mode: combined: one csi-sidecars container for both, each health check on its own port as before.
+    let combined =
+        rendered("DaemonSet", &[&values[..], &["mode=combined", "node.registrar.extraArgs={--timeout=5s}"]].concat())
+            .unwrap();
+    let combined_containers = combined["spec"]["template"]["spec"]["containers"].as_array().unwrap();
+    let names: Vec<&str> = combined_containers.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["driver", "csi-sidecars"]);
+    let args: Vec<&str> =
+        combined_containers[1]["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    for expected in [
+        "--sidecars=registrar,livenessprobe",
+        "--kubelet-registration-path=$(DRIVER_REG_SOCK_PATH)",
+        "--registrar.health-port=9809",
+        "--livenessprobe.health-port=9808",
+        "--registrar.timeout=5s",
+    ] {
+        assert!(args.contains(&expected), "{expected} missing: {args:?}");
+    }
+    assert_eq!(combined_containers[1]["livenessProbe"]["httpGet"]["port"], "registrar");
+    assert_eq!(
+        combined_containers[0]["livenessProbe"]["httpGet"]["port"], "healthz",
+        "the driver's, on livenessprobe's port"
+    );
 
     let driver = &containers[0];
     assert_eq!(driver["securityContext"]["privileged"], true, "mounting needs it");
@@ -373,13 +398,15 @@ fn the_combined_mode_runs_one_container_with_each_sidecars_flags_prefixed() {
     assert_eq!(container["image"], "registry.example.com/storage/csi-sidecars:0.1.0");
     let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     for expected in [
-        "--sidecars=provisioner,resizer,snapshotter",
+        "--sidecars=attacher,provisioner,resizer,snapshotter",
         "--http-endpoint=:8080",
         "--leader-election=true",
         "--leader-election-shared=false",
         "--provisioner.timeout=10s",
         "--resizer.timeout=10s",
         "--snapshotter.timeout=1m",
+        "--attacher.timeout=15s",
+        "--attacher.worker-threads=20",
         "--provisioner.extra-create-metadata",
         "--provisioner.default-fstype=ext4",
         "--resizer.handle-volume-inuse-error=false",

@@ -2,19 +2,20 @@
 //! charts/csi-sidecars with `helm install --wait`, our images as pods under the charts' ServiceAccounts with
 //! in-cluster configuration (no kubeconfig anywhere), every pod Running and Ready (probes on
 //! /healthz/leader-election), one leader per sidecar out of two replicas, and the sidecars at work: a claim
-//! provisioned, expanded, snapshotted and a group snapshot cut. Then the leader is killed: first its container
-//! (SIGKILL through containerd), then the whole pod, and the work goes on. Once with a container per sidecar, once
-//! with one csi-sidecars container.
+//! provisioned, expanded, snapshotted and a group snapshot cut; the driver registered in the node's CSINode by the
+//! node pod. Then the leader is killed: first its container (SIGKILL through containerd), then the whole pod, and the
+//! work goes on. Once with a container per sidecar, once with one csi-sidecars container in each pod.
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::CSINode;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeSnapshot};
 
 use csi_sidecars_e2e::audit::requests_of;
-use csi_sidecars_e2e::node::{NODE_TIMEOUT, Node, container_status, describe, image, ready};
+use csi_sidecars_e2e::node::{NODE_NAME, NODE_TIMEOUT, Node, container_status, describe, image, ready};
 use csi_sidecars_e2e::node_driver::{Mode, NodeDriver};
 use csi_sidecars_e2e::wait_for;
 
@@ -30,6 +31,20 @@ async fn the_same_with_one_csi_sidecars_container() {
     charts_on_the_node(Mode::Combined).await;
 }
 
+/// `pod`'s containers are `expected`, (container, binary), each with our image of the binary.
+fn assert_our_images(pod: &Pod, expected: &[(&str, &str)]) {
+    let containers: Vec<(String, String)> = pod
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers
+        .iter()
+        .map(|c| (c.name.clone(), c.image.clone().unwrap_or_default()))
+        .collect();
+    let want: Vec<(String, String)> = expected.iter().map(|(c, b)| (c.to_string(), image(b))).collect();
+    assert_eq!(containers, want, "our images in {:?}", pod.metadata.name);
+}
+
 async fn charts_on_the_node(mode: Mode) {
     let mut driver = NodeDriver::install_charts("node-charts", mode).await;
     let controllers = driver.controller_pods().await;
@@ -40,6 +55,7 @@ async fn charts_on_the_node(mode: Mode) {
     let expected: &[(&str, &str)] = match mode {
         Mode::Separate => &[
             ("driver", "hostpath-plugin"),
+            ("csi-attacher", "csi-attacher"),
             ("csi-provisioner", "csi-provisioner"),
             ("csi-resizer", "csi-resizer"),
             ("csi-snapshotter", "csi-snapshotter"),
@@ -47,22 +63,34 @@ async fn charts_on_the_node(mode: Mode) {
         Mode::Combined => &[("driver", "hostpath-plugin"), ("csi-sidecars", "csi-sidecars")],
     };
     for pod in &controllers {
-        let containers: Vec<(String, String)> = pod
-            .spec
-            .as_ref()
-            .unwrap()
-            .containers
-            .iter()
-            .map(|c| (c.name.clone(), c.image.clone().unwrap_or_default()))
-            .collect();
-        let want: Vec<(String, String)> = expected.iter().map(|(c, b)| (c.to_string(), image(b))).collect();
-        assert_eq!(containers, want, "our images in {:?}", pod.metadata.name);
+        assert_our_images(pod, expected);
         assert!(
             pod.spec.as_ref().unwrap().service_account_name.as_deref()
                 == Some(&format!("{}-csi-sidecars", driver.ns())),
             "the chart's ServiceAccount"
         );
     }
+
+    // The node pod: the registrar and livenessprobe as containers of their own, or one csi-sidecars container
+    // running both without a Kubernetes client; either way the kubelet learnt the driver through the registration.
+    let node_expected: &[(&str, &str)] = match mode {
+        Mode::Separate => &[
+            ("driver", "hostpath-plugin"),
+            ("csi-node-driver-registrar", "csi-node-driver-registrar"),
+            ("livenessprobe", "livenessprobe"),
+        ],
+        Mode::Combined => &[("driver", "hostpath-plugin"), ("csi-sidecars", "csi-sidecars")],
+    };
+    for pod in driver.node_pods().await {
+        assert_our_images(&pod, node_expected);
+    }
+    let csinodes: Api<CSINode> = Api::all(driver.client.clone());
+    let registered = wait_for("the driver in the node's CSINode", NODE_TIMEOUT, || async {
+        let node = csinodes.get(NODE_NAME).await.ok()?;
+        node.spec.drivers.into_iter().find(|d| d.name == driver.driver)
+    })
+    .await;
+    assert_eq!(registered.node_id, NODE_NAME, "NodeGetInfo's node ID, which the kubelet asked the registered socket");
 
     // Two replicas, one leader per sidecar (a Lease each, held by one of the two pods).
     let names: Vec<String> = controllers.iter().map(|p| p.metadata.name.clone().unwrap()).collect();

@@ -14,7 +14,8 @@ use kube::api::DeleteParams;
 use snapshot_api::VolumeSnapshot;
 
 use csi_sidecars_e2e::node::{
-    BUSYBOX, NODE_NAME, NODE_TIMEOUT, apply, describe, logs, mounts_under, ready_pod, ready_pods, succeeded,
+    BUSYBOX, NODE_NAME, NODE_TIMEOUT, apply, describe, logs, mounts_under, ready_pod, ready_pods, statefulset,
+    succeeded,
 };
 use csi_sidecars_e2e::node_driver::NodeDriver;
 use csi_sidecars_e2e::{eventually, wait_for};
@@ -118,36 +119,7 @@ async fn a_pods_data_is_read_back_from_its_snapshot_and_its_clone_filesystem_and
 async fn a_statefulset_of_three_gets_a_volume_each_once_its_pods_are_scheduled() {
     let mut driver = NodeDriver::install_upstream("node-statefulset").await;
     let class = driver.storage_class("wffc", "WaitForFirstConsumer");
-    apply(
-        driver.ns(),
-        &format!(
-            r#"apiVersion: apps/v1
-kind: StatefulSet
-metadata: {{name: web}}
-spec:
-  serviceName: web
-  replicas: 3
-  podManagementPolicy: Parallel
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-        - name: web
-          image: {BUSYBOX}
-          imagePullPolicy: Never
-          command: [sh, -c, 'hostname > /data/id && cat /data/id && sleep 3600']
-          volumeMounts: [{{name: data, mountPath: /data}}]
-  volumeClaimTemplates:
-    - metadata: {{name: data}}
-      spec:
-        accessModes: [ReadWriteOnce]
-        storageClassName: {class}
-        resources: {{requests: {{storage: 1Gi}}}}
-"#
-        ),
-    );
+    apply(driver.ns(), &statefulset("web", 3, &class, "hostname > /data/id && cat /data/id && sleep 3600"));
     let pods = ready_pods(&driver.client, driver.ns(), "app=web", 3).await;
     eprintln!("pods:\n{}", describe(&pods));
     for replica in 0..3 {

@@ -93,8 +93,25 @@ fn snapshot_controller_accepts_every_flag_of_upstreams() {
 }
 
 #[test]
+fn csi_attacher_accepts_every_flag_of_upstreams() {
+    check("csi-attacher", "csi-attacher", &[]);
+}
+
+/// A gate no sidecar knows is refused, `--version` or not, as upstream's flag parsing refuses it; a gate of the
+/// Kubernetes libraries every upstream sidecar lists is accepted.
+#[test]
+fn feature_gates_are_checked_before_the_version_answers() {
+    for program in ["csi-provisioner", "csi-resizer", "csi-snapshotter", "csi-attacher"] {
+        let (accepted, stderr) = accepts(program, &[], "--feature-gates=NoSuchGate=true");
+        assert!(!accepted && stderr.contains("NoSuchGate"), "{program}: {stderr}");
+        assert!(accepts(program, &[], "--feature-gates=WatchList=true").0, "{program}");
+    }
+}
+
+#[test]
 fn csi_sidecars_accepts_every_flag_of_the_sidecars_it_runs() {
     check("csi-provisioner", "csi-sidecars", &["--sidecars=provisioner"]);
     check("csi-resizer", "csi-sidecars", &["--sidecars=resizer"]);
     check("csi-snapshotter", "csi-sidecars", &["--sidecars=snapshotter"]);
+    check("csi-attacher", "csi-sidecars", &["--sidecars=attacher"]);
 }

@@ -32,6 +32,7 @@ upstream RBAC file their rules come from. A sidecar is deployed when .Values.<ke
 provisioner: csi-provisioner
 resizer: csi-resizer
 snapshotter: csi-snapshotter
+attacher: csi-attacher
 {{- end -}}
 
 {{/* The image of one binary: dict "root" $ "binary" <name>. */}}

@@ -138,3 +138,34 @@ Each template takes the root context and renders a YAML list.
   resources: ["leases"]
   verbs: ["get", "watch", "list", "delete", "update", "create"]
 {{- end -}}
+
+
+{{/* kubernetes-csi/external-attacher deploy/kubernetes/rbac.yaml: ClusterRole external-attacher-runner. No events:
+upstream's attacher writes its errors into the VolumeAttachment's status. */}}
+{{- define "csi-sidecars.rules.attacher.cluster" -}}
+- apiGroups: [""]
+  resources: ["persistentvolumes"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["csinodes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["volumeattachments"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["volumeattachments/status"]
+  verbs: ["patch"]
+{{- if .Values.attacher.rbac.secrets }}
+# shipped commented out upstream: controller-publish secrets
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list"]
+{{- end }}
+{{- end -}}
+
+{{/* external-attacher: Role external-attacher-cfg (leader election) */}}
+{{- define "csi-sidecars.rules.attacher.namespaced" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "watch", "list", "delete", "update", "create"]
+{{- end -}}

@@ -9,8 +9,9 @@ use sidecar_runtime::Sidecar;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Args = sidecar_runtime::flags::parse();
-    args.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
+    // Unknown feature gates are refused before `--version` answers, as upstream's flag parsing refuses them.
     let config = Config::from_args(args)?;
+    config.common().exit_if_version_requested(env!("CARGO_PKG_VERSION"));
     let mut sidecar = Sidecar::start(&config.common()).await?;
     let driver = sidecar.connect_driver(config.timeout()).await?;
     let attacher = start::start(config, &mut sidecar, &driver).await?;

@@ -15,6 +15,10 @@ pub enum Configured {
     Resizer(resizer::start::Config),
     Snapshotter(snapshot_binaries::snapshotter::Config),
     GroupSnapshotter(snapshot_binaries::group_snapshotter::GroupConfig),
+    Attacher(attacher::start::Config),
+    /// Started with [`crate::node::start`], as the registrar is: neither runs under a Lease.
+    LivenessProbe(crate::node::LivenessProbe),
+    Registrar(crate::node::Registrar),
 }
 
 /// Why a sidecar's command line was refused.
@@ -59,6 +63,18 @@ impl Configured {
                 let config = snapshot_binaries::group_snapshotter::config(args).map_err(refused)?;
                 Configured::GroupSnapshotter(config)
             }
+            Kind::Attacher => {
+                let args = try_parse_from(argv).map_err(flags)?;
+                Configured::Attacher(attacher::start::Config::from_args(args).map_err(refused)?)
+            }
+            Kind::LivenessProbe => {
+                let args = try_parse_from(argv).map_err(flags)?;
+                Configured::LivenessProbe(crate::node::LivenessProbe::from_args(args).map_err(refused)?)
+            }
+            Kind::Registrar => {
+                let args = try_parse_from(argv).map_err(flags)?;
+                Configured::Registrar(crate::node::Registrar::from_args(args).map_err(refused)?)
+            }
         })
     }
 
@@ -68,21 +84,37 @@ impl Configured {
             Configured::Resizer(_) => Kind::Resizer,
             Configured::Snapshotter(_) => Kind::Snapshotter,
             Configured::GroupSnapshotter(_) => Kind::GroupSnapshotter,
+            Configured::Attacher(_) => Kind::Attacher,
+            Configured::LivenessProbe(_) => Kind::LivenessProbe,
+            Configured::Registrar(_) => Kind::Registrar,
         }
     }
 
-    /// Its `--timeout`.
+    /// Its `--timeout` (livenessprobe's `--probe-timeout`).
     pub fn timeout(&self) -> Duration {
         match self {
             Configured::Provisioner(config) => config.timeout(),
             Configured::Resizer(config) => config.timeout(),
             Configured::Snapshotter(config) => config.timeout(),
             Configured::GroupSnapshotter(config) => config.timeout(),
+            Configured::Attacher(config) => config.timeout(),
+            Configured::LivenessProbe(config) => config.timeout(),
+            Configured::Registrar(config) => config.timeout(),
         }
     }
 
-    /// Starts it on the shared runtime and driver. `group_sidecar`: `group-snapshotter` runs too, so the
-    /// snapshotter leaves the group loop to it (one loop per group content, under one Lease).
+    /// Splits off the node pod's sidecars (livenessprobe, registrar), which [`crate::node::start`] starts.
+    pub fn into_node_sidecar(self) -> Result<crate::node::NodeSidecar, Box<Configured>> {
+        match self {
+            Configured::LivenessProbe(config) => Ok(crate::node::NodeSidecar::LivenessProbe(config)),
+            Configured::Registrar(config) => Ok(crate::node::NodeSidecar::Registrar(config)),
+            other => Err(Box::new(other)),
+        }
+    }
+
+    /// Starts a sidecar that runs under a Lease on the shared runtime and driver. `group_sidecar`:
+    /// `group-snapshotter` runs too, so the snapshotter leaves the group loop to it (one loop per group content,
+    /// under one Lease). The node pod's sidecars are started by [`crate::node::start`] instead.
     pub async fn start(
         self,
         sidecar: &mut Sidecar,
@@ -90,6 +122,10 @@ impl Configured {
         group_sidecar: bool,
     ) -> Result<SidecarLoop, SetupError> {
         match self {
+            Configured::Attacher(config) => attacher::start::start(config, sidecar, driver).await,
+            Configured::LivenessProbe(_) | Configured::Registrar(_) => {
+                Err(SetupError::message("livenessprobe and the registrar run under no Lease"))
+            }
             Configured::Provisioner(config) => provisioner::start::start(config, sidecar, driver).await,
             Configured::Resizer(config) => resizer::start::start(config, sidecar, driver).await,
             Configured::Snapshotter(config) => {

@@ -3,14 +3,16 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use hyper_util::rt::TokioIo;
-use sidecar_runtime::http::{HttpError, serve_router};
+use sidecar_runtime::http::{HealthCheck, HttpError, serve_router};
 use tokio::net::UnixStream;
+use tonic::transport::Channel;
 
 use crate::proto::InfoRequest;
 use crate::proto::registration_client::RegistrationClient;
@@ -36,6 +38,17 @@ pub async fn serve(address: &str, socket: PathBuf, driver: String, timeout: Dura
     serve_router(address, app).await
 }
 
+/// The same check as one of several behind a shared `/healthz` (`csi-sidecars`): any failure answers 500 there.
+pub fn socket_health_check(socket: PathBuf, driver: String, timeout: Duration) -> HealthCheck {
+    Arc::new(move || {
+        let (socket, driver) = (socket.clone(), driver.clone());
+        Box::pin(async move {
+            let answer = answer(&check(&socket, timeout).await, &driver);
+            if answer.status == 200 { Ok(()) } else { Err(answer.body) }
+        })
+    })
+}
+
 /// What is at the registration socket: nothing, something unusable, or a server that answers GetInfo (within
 /// `timeout`) with some name.
 pub async fn check(socket: &Path, timeout: Duration) -> SocketCheck {
@@ -51,7 +64,8 @@ pub async fn check(socket: &Path, timeout: Duration) -> SocketCheck {
     }
 }
 
-async fn get_info(socket: &Path) -> Result<String, String> {
+/// A client of the registration socket at `socket`, as the kubelet's plugin watcher dials it.
+pub async fn registration_client(socket: &Path) -> Result<RegistrationClient<Channel>, String> {
     let path = socket.to_path_buf();
     let connector = tower::service_fn(move |_: tonic::transport::Uri| {
         let path = path.clone();
@@ -62,7 +76,12 @@ async fn get_info(socket: &Path) -> Result<String, String> {
         .connect_with_connector(connector)
         .await
         .map_err(|e| format!("error connecting to node-registrar socket {}: {e}", socket.display()))?;
-    let info = RegistrationClient::new(channel)
+    Ok(RegistrationClient::new(channel))
+}
+
+async fn get_info(socket: &Path) -> Result<String, String> {
+    let info = registration_client(socket)
+        .await?
         .get_info(InfoRequest {})
         .await
         .map_err(|e| format!("error getting info from node-registrar socket: {}", e.message()))?;

@@ -64,8 +64,9 @@ async fn driver_name(csi_address: &str, timeout: Duration) -> anyhow::Result<Str
     Ok(csi.driver_info().await?.name)
 }
 
-/// Serves the registration socket (and `/healthz`) until shutdown or refusal.
-async fn register(args: &Args, driver: &str, health_address: Option<String>, shutdown: &Shutdown) -> i32 {
+/// Serves the registration socket (and `/healthz` on `health_address`) until shutdown or refusal; answers the exit
+/// status. `csi-sidecars` runs it too, with the driver's name its one connection learnt.
+pub async fn register(args: &Args, driver: &str, health_address: Option<String>, shutdown: &Shutdown) -> i32 {
     let socket = socket_path(&args.plugin_registration_path, driver);
     let listener = match registration_server::bind(&socket) {
         Ok(listener) => listener,

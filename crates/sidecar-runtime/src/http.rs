@@ -18,6 +18,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures::future::BoxFuture;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
@@ -57,48 +58,74 @@ impl HttpOptions {
     }
 }
 
+/// One check of a `/healthz`: `Ok`, or the reason it fails (the answer's body).
+pub type HealthCheck = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
 #[derive(Clone)]
 struct AppState {
     registry: Arc<Registry>,
     leader: Option<LeaderStatus>,
+    checks: Arc<[HealthCheck]>,
 }
 
 /// The routes. `leader` is the elector's status when leader election is on;
-/// `/healthz/leader-election` is only served then, as csi-lib-utils does.
-pub fn router(options: &HttpOptions, registry: Arc<Registry>, leader: Option<LeaderStatus>) -> Router {
+/// `/healthz/leader-election` is only served then, as csi-lib-utils does. `/healthz` answers `ok` when every one of
+/// `checks` passes (none: the process answers, as upstream's sidecars), else 500 with the first failure's reason.
+pub fn router(
+    options: &HttpOptions,
+    registry: Arc<Registry>,
+    leader: Option<LeaderStatus>,
+    checks: Vec<HealthCheck>,
+) -> Router {
     let mut router = Router::new().route(&options.metrics_path, get(metrics));
     if options.health {
-        router = router.route("/healthz", get(|| async { "ok" }));
+        router = router.route("/healthz", get(health));
         if leader.is_some() {
             router = router.route("/healthz/leader-election", get(leader_election_health));
         }
     }
-    router.with_state(AppState { registry, leader })
+    router.with_state(AppState { registry, leader, checks: checks.into() })
 }
 
 /// Prometheus metrics on `path`, alone.
 pub fn metrics_router(path: &str, registry: Arc<Registry>) -> Router {
-    Router::new().route(path, get(metrics)).with_state(AppState { registry, leader: None })
+    Router::new().route(path, get(metrics)).with_state(AppState { registry, leader: None, checks: Arc::new([]) })
 }
 
 /// `path` answers with the driver's Probe, called through `csi` (whose timeout bounds it): 200 `ok` when the
 /// driver is ready, 500 with the reason when it is not, fails or does not answer in time. As kubernetes-csi
 /// livenessprobe's `/healthz`, which kubelet liveness probes point at.
 pub fn driver_health_router(path: &str, csi: CsiClient) -> Router {
-    Router::new().route(
-        path,
-        get(move || {
-            let csi = csi.clone();
-            async move {
-                let (status, body) = probe_answer(&csi.probe().await);
-                match status {
-                    StatusCode::OK => tracing::trace!("health check succeeded"),
-                    _ => tracing::error!(reason = %body, "health check failed"),
-                }
-                (status, body)
+    let state = AppState { registry: Arc::default(), leader: None, checks: Arc::new([driver_probe_check(csi)]) };
+    Router::new().route(path, get(health)).with_state(state)
+}
+
+/// The driver's Probe through `csi` (whose timeout bounds it) as a [`HealthCheck`], failing as
+/// [`driver_health_router`] answers.
+pub fn driver_probe_check(csi: CsiClient) -> HealthCheck {
+    Arc::new(move || {
+        let csi = csi.clone();
+        Box::pin(async move {
+            match probe_answer(&csi.probe().await) {
+                (StatusCode::OK, _) => Ok(()),
+                (_, reason) => Err(reason),
             }
-        }),
-    )
+        })
+    })
+}
+
+/// Every check in order; the first failure is the answer.
+async fn health(State(state): State<AppState>) -> (StatusCode, String) {
+    for check in state.checks.iter() {
+        if let Err(reason) = check().await {
+            tracing::error!(%reason, "health check failed");
+            return (StatusCode::INTERNAL_SERVER_ERROR, reason);
+        }
+    }
+    if !state.checks.is_empty() {
+        tracing::trace!("health check succeeded");
+    }
+    (StatusCode::OK, "ok".to_string())
 }
 
 /// The HTTP answer for one Probe's outcome; an error reads as grpc-go prints it, as upstream's body does.
@@ -117,8 +144,9 @@ pub async fn serve(
     options: &HttpOptions,
     registry: Arc<Registry>,
     leader: Option<LeaderStatus>,
+    checks: Vec<HealthCheck>,
 ) -> Result<SocketAddr, HttpError> {
-    let address = serve_router(&options.address, router(options, registry, leader)).await?;
+    let address = serve_router(&options.address, router(options, registry, leader, checks)).await?;
     tracing::info!(%address, metrics = %options.metrics_path, "serving HTTP");
     Ok(address)
 }
@@ -200,7 +228,7 @@ mod tests {
     #[tokio::test]
     async fn routes() {
         let leader = LeaderStatus::new();
-        let router = router(&options(true), registry(), Some(leader.clone()));
+        let router = router(&options(true), registry(), Some(leader.clone()), Vec::new());
         let (status, body) = get(&router, "/metrics").await;
         assert_eq!(status, StatusCode::OK);
         assert!(body.contains("csi_sidecar_test_total 1"), "{body}");
@@ -214,7 +242,7 @@ mod tests {
         let leader = LeaderStatus::new();
         leader.elector_started("lock", std::time::Duration::from_secs(1));
         leader.renewed(Instant::now() - std::time::Duration::from_secs(60));
-        let router = router(&options(true), registry(), Some(leader));
+        let router = router(&options(true), registry(), Some(leader), Vec::new());
         let (status, body) = get(&router, "/healthz/leader-election").await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(body.contains("lock"), "{body}");
@@ -224,12 +252,35 @@ mod tests {
     async fn metrics_address_serves_metrics_only_and_paths_follow_the_flag() {
         let mut only = options(false);
         only.metrics_path = "/custom".into();
-        let router = router(&only, registry(), Some(LeaderStatus::new()));
+        let router = router(&only, registry(), Some(LeaderStatus::new()), Vec::new());
         assert_eq!(get(&router, "/custom").await.0, StatusCode::OK);
         assert_eq!(get(&router, "/metrics").await.0, StatusCode::NOT_FOUND);
         assert_eq!(get(&router, "/healthz").await.0, StatusCode::NOT_FOUND);
-        let no_election = super::router(&options(true), registry(), None);
+        let no_election = super::router(&options(true), registry(), None, Vec::new());
         assert_eq!(get(&no_election, "/healthz/leader-election").await.0, StatusCode::NOT_FOUND);
+    }
+
+    fn check(outcome: Result<(), &'static str>) -> HealthCheck {
+        Arc::new(move || Box::pin(async move { outcome.map_err(str::to_string) }))
+    }
+
+    #[tokio::test]
+    async fn healthz_passes_only_when_every_check_does() {
+        // (checks, answer)
+        let table: [(Vec<HealthCheck>, (StatusCode, &str)); 4] = [
+            (vec![], (StatusCode::OK, "ok")),
+            (vec![check(Ok(())), check(Ok(()))], (StatusCode::OK, "ok")),
+            (vec![check(Ok(())), check(Err("socket gone"))], (StatusCode::INTERNAL_SERVER_ERROR, "socket gone")),
+            (
+                vec![check(Err("not ready")), check(Err("socket gone"))],
+                (StatusCode::INTERNAL_SERVER_ERROR, "not ready"),
+            ),
+        ];
+        for (checks, (status, body)) in table {
+            let router = router(&options(true), registry(), None, checks);
+            assert_eq!(get(&router, "/healthz").await, (status, body.to_string()));
+            assert_eq!(get(&router, "/metrics").await.0, StatusCode::OK, "metrics answer whatever the checks say");
+        }
     }
 
     #[test]
@@ -261,7 +312,7 @@ mod tests {
 
     #[tokio::test]
     async fn serves_over_tcp() {
-        let address = serve(&options(true), registry(), None).await.unwrap();
+        let address = serve(&options(true), registry(), None, Vec::new()).await.unwrap();
         let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();

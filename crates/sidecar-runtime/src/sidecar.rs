@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::EventRecorder;
 use crate::flags::{CommonArgs, FeatureGates};
-use crate::http::{HttpError, HttpOptions};
+use crate::http::{HealthCheck, HttpError, HttpOptions};
 use crate::kube_client::{KubeClientError, KubeClientOptions};
 use crate::leader_election::{self, LeaderElectionConfig, LeaderElector, LeaderStatus};
 use crate::logging::LoggingError;
@@ -65,6 +65,7 @@ pub struct Sidecar {
     shutdown: Shutdown,
     caches: CacheProvider,
     queue_metrics: Option<QueueMetrics>,
+    health_checks: Vec<HealthCheck>,
 }
 
 impl Sidecar {
@@ -91,6 +92,7 @@ impl Sidecar {
             shutdown,
             caches: CacheProvider::default(),
             queue_metrics: None,
+            health_checks: Vec::new(),
         })
     }
 
@@ -148,6 +150,12 @@ impl Sidecar {
         self.leader_identity = Some(identity.into());
     }
 
+    /// Adds a check to `/healthz` (for example the driver's Probe, [`crate::http::driver_probe_check`]), served
+    /// from [`Sidecar::serve_http`] on.
+    pub fn add_health_check(&mut self, check: HealthCheck) {
+        self.health_checks.push(check);
+    }
+
     /// Serves metrics and health checks on `--http-endpoint` (or the deprecated
     /// `--metrics-address`) if set. Returns the bound address.
     pub async fn serve_http(&mut self) -> Result<Option<SocketAddr>, StartError> {
@@ -159,7 +167,8 @@ impl Sidecar {
             leader.register(&mut registry);
         }
         let Some(options) = HttpOptions::from_args(&self.args) else { return Ok(None) };
-        Ok(Some(crate::http::serve(&options, Arc::new(registry), leader).await?))
+        let checks = std::mem::take(&mut self.health_checks);
+        Ok(Some(crate::http::serve(&options, Arc::new(registry), leader, checks).await?))
     }
 
     /// Runs `controllers` until shutdown, under leader election on `lease_name`

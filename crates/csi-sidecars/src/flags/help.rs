@@ -24,13 +24,10 @@ pub fn command() -> Command {
         .about(ABOUT)
         .after_help(AFTER_HELP)
         .args_override_self(true)
-        .arg(
-            Arg::new("sidecars")
-                .long("sidecars")
-                .value_name("NAMES")
-                .display_order(0)
-                .help("The sidecars to run, comma-separated: provisioner, resizer, snapshotter, group-snapshotter"),
-        )
+        .arg(Arg::new("sidecars").long("sidecars").value_name("NAMES").display_order(0).help(
+            "The sidecars to run, comma-separated: provisioner, resizer, snapshotter, group-snapshotter, \
+                     attacher, livenessprobe (controller or node pod), registrar (node pod)",
+        ))
         .arg(
             Arg::new("leader_election_shared")
                 .long("leader-election-shared")
@@ -72,7 +69,7 @@ fn annotate(arg: Arg, kinds: &[(Kind, String)]) -> Arg {
     let mut notes = Vec::new();
     // csi-snapshotter and csi-group-snapshotter share one command line: list it once, as both.
     let distinct: Vec<&(Kind, String)> = kinds.iter().filter(|(k, _)| *k != Kind::GroupSnapshotter).collect();
-    if distinct.len() < 3 {
+    if distinct.len() < Kind::ALL.len() - 1 {
         notes.push(format!("[{}]", kinds.iter().map(|(k, _)| k.name()).collect::<Vec<_>>().join(", ")));
     }
     let defaults_differ = distinct.windows(2).any(|pair| pair[0].1 != pair[1].1);

@@ -26,10 +26,21 @@ pub enum Kind {
     Resizer,
     Snapshotter,
     GroupSnapshotter,
+    Attacher,
+    LivenessProbe,
+    Registrar,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Provisioner, Kind::Resizer, Kind::Snapshotter, Kind::GroupSnapshotter];
+    pub const ALL: [Kind; 7] = [
+        Kind::Provisioner,
+        Kind::Resizer,
+        Kind::Snapshotter,
+        Kind::GroupSnapshotter,
+        Kind::Attacher,
+        Kind::LivenessProbe,
+        Kind::Registrar,
+    ];
 
     /// Its name in `--sidecars` and in flag prefixes.
     pub fn name(self) -> &'static str {
@@ -38,6 +49,9 @@ impl Kind {
             Kind::Resizer => resizer::start::NAME,
             Kind::Snapshotter => snapshot_binaries::snapshotter::NAME,
             Kind::GroupSnapshotter => snapshot_binaries::group_snapshotter::NAME,
+            Kind::Attacher => attacher::start::NAME,
+            Kind::LivenessProbe => "livenessprobe",
+            Kind::Registrar => "registrar",
         }
     }
 
@@ -48,7 +62,16 @@ impl Kind {
             Kind::Resizer => "csi-resizer",
             Kind::Snapshotter => "csi-snapshotter",
             Kind::GroupSnapshotter => "csi-group-snapshotter",
+            Kind::Attacher => "csi-attacher",
+            Kind::LivenessProbe => "livenessprobe",
+            Kind::Registrar => "csi-node-driver-registrar",
         }
+    }
+
+    /// Whether it talks to Kubernetes. The node pod's registrar and livenessprobe do not: a set of only those runs
+    /// without a Kubernetes client (and needs no credentials).
+    pub fn uses_kubernetes(self) -> bool {
+        !matches!(self, Kind::LivenessProbe | Kind::Registrar)
     }
 
     pub fn from_name(name: &str) -> Option<Kind> {
@@ -61,6 +84,9 @@ impl Kind {
             Kind::Provisioner => provisioner::flags::Args::command(),
             Kind::Resizer => resizer::flags::Args::command(),
             Kind::Snapshotter | Kind::GroupSnapshotter => snapshotter::flags::sidecar::Args::command(),
+            Kind::Attacher => attacher::flags::Args::command(),
+            Kind::LivenessProbe => livenessprobe::flags::Args::command(),
+            Kind::Registrar => node_driver_registrar::flags::Args::command(),
         }
     }
 }

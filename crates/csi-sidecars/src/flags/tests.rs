@@ -63,6 +63,36 @@ fn each_flag_goes_to_the_sidecars_that_have_it() {
 }
 
 #[test]
+fn the_controller_and_node_pods_sets_split() {
+    let controller = split(argv(&[
+        "--sidecars=provisioner,attacher,livenessprobe",
+        "--csi-address=/csi/csi.sock",
+        "--timeout=30s",
+        "--attacher.worker-threads=3",
+        "--livenessprobe.probe-timeout=5s",
+    ]))
+    .unwrap();
+    assert_eq!(words(&controller.process[1..]), ["--csi-address=/csi/csi.sock"]);
+    assert_eq!(of(&controller, Kind::Provisioner), ["--csi-address=/csi/csi.sock", "--timeout=30s"]);
+    assert_eq!(of(&controller, Kind::Attacher), ["--csi-address=/csi/csi.sock", "--timeout=30s", "--worker-threads=3"]);
+    assert_eq!(of(&controller, Kind::LivenessProbe), ["--csi-address=/csi/csi.sock", "--probe-timeout=5s"]);
+
+    let path = "--kubelet-registration-path=/var/lib/kubelet/plugins/d/csi.sock";
+    let node = split(argv(&[
+        "--sidecars=registrar,livenessprobe",
+        "--csi-address=/csi/csi.sock",
+        path,
+        "--http-endpoint=:9809",
+    ]))
+    .unwrap();
+    assert_eq!(words(&node.process[1..]), ["--csi-address=/csi/csi.sock", "--http-endpoint=:9809"]);
+    assert_eq!(of(&node, Kind::Registrar), ["--csi-address=/csi/csi.sock", path, "--http-endpoint=:9809"]);
+    assert_eq!(of(&node, Kind::LivenessProbe), ["--csi-address=/csi/csi.sock", "--http-endpoint=:9809"]);
+    assert!(!Kind::Registrar.uses_kubernetes() && !Kind::LivenessProbe.uses_kubernetes());
+    assert!(Kind::Attacher.uses_kubernetes());
+}
+
+#[test]
 fn the_process_gets_its_own_flags_once() {
     let split = split(argv(&[
         "--sidecars=resizer",
@@ -111,7 +141,19 @@ fn version_needs_no_sidecar() {
 fn refusals_name_the_flag() {
     let table: &[(&str, &[&str], CommandLineError)] = &[
         ("no --sidecars", &["--timeout=1s"], CommandLineError::NoSidecars),
-        ("unknown sidecar", &["--sidecars=attacher"], CommandLineError::UnknownSidecar("attacher".into())),
+        (
+            "unknown sidecar",
+            &["--sidecars=external-health-monitor"],
+            CommandLineError::UnknownSidecar("external-health-monitor".into()),
+        ),
+        (
+            "a Kubernetes flag in the node pod's set, which has no Kubernetes client",
+            &["--sidecars=registrar,livenessprobe", "--kubeconfig=/k"],
+            CommandLineError::NotSelected {
+                flag: "--kubeconfig=/k".into(),
+                owners: "provisioner, resizer, snapshotter, group-snapshotter, attacher".into(),
+            },
+        ),
         (
             "unknown flag",
             &["--sidecars=resizer", "--frobnicate=1"],
@@ -159,7 +201,11 @@ fn refusals_name_the_flag() {
 fn help_lists_every_flag_once_with_its_sidecars_and_defaults() {
     let help = command().render_long_help().to_string();
     assert_eq!(help.matches("--timeout <TIMEOUT>").count(), 1, "{help}");
-    assert!(help.contains("[default: provisioner 10s, resizer 10s, snapshotter 1m]"), "{help}");
+    assert!(
+        help.contains("[default: provisioner 10s, resizer 10s, snapshotter 1m, attacher 15s, registrar 1s]"),
+        "{help}"
+    );
+    assert!(help.contains("[livenessprobe, registrar]"), "--health-port is theirs: {help}");
     assert!(help.contains("[provisioner]"), "a provisioner-only flag says so");
     assert!(help.contains("--sidecars <NAMES>"));
     assert!(help.contains("--resizer.timeout=2m"), "the prefixes are explained");

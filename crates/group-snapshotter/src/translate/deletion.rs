@@ -131,29 +131,6 @@ fn restoring_claim(snapshot: &str, group: &VolumeGroupSnapshot, claims: &[Persis
     })
 }
 
-/// What happens to a member VolumeSnapshot being deleted on its own.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MemberDeletion {
-    /// Its group still exists: the in-group finalizer stays, with a Warning. Members go with their group.
-    Pending(PlannedEvent),
-    /// Its group is gone: remove `volumesnapshot-in-group-protection` and delete it as any snapshot.
-    ReleaseFromGroup,
-}
-
-/// The rule for a member snapshot with a deletion timestamp whose `status.volumeGroupSnapshotName` is `group`.
-pub fn member_deletion(snapshot: &VolumeSnapshot, group: &str, group_exists: bool) -> MemberDeletion {
-    if !group_exists {
-        return MemberDeletion::ReleaseFromGroup;
-    }
-    let name = snapshot.metadata.name.as_deref().unwrap_or_default();
-    MemberDeletion::Pending(PlannedEvent::warning(
-        EVENT_SNAPSHOT_DELETE_PENDING,
-        format!(
-            "deletion of the individual volume snapshot {name} is not allowed as it belongs to group snapshot {group}. Deleting the group snapshot will trigger the deletion of all the individual volume snapshots that are part of the group."
-        ),
-    ))
-}
-
 /// csi-snapshotter's step for a content with a deletion timestamp.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ContentDeletion {

@@ -187,17 +187,6 @@ fn a_member_being_restored_holds_the_group_back() {
     }
 }
 
-#[test]
-fn members_wait_for_their_group() {
-    let snapshot = member("snapshot-a");
-    assert_eq!(member_deletion(&snapshot, "group", false), MemberDeletion::ReleaseFromGroup);
-    let MemberDeletion::Pending(event) = member_deletion(&snapshot, "group", true) else { panic!("not pending") };
-    assert_eq!(event.reason, EVENT_SNAPSHOT_DELETE_PENDING);
-    assert!(event.message.starts_with(
-        "deletion of the individual volume snapshot snapshot-a is not allowed as it belongs to group snapshot group."
-    ));
-}
-
 fn deleting(mut content: VolumeGroupSnapshotContent, annotations: &[&str]) -> VolumeGroupSnapshotContent {
     content.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
     let mut map: BTreeMap<String, String> = annotations.iter().map(|a| (a.to_string(), "yes".to_string())).collect();

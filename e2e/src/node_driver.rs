@@ -95,7 +95,7 @@ impl NodeDriver {
         let values_file = installed.state.with_extension("values.yaml");
         let state = installed.state.display().to_string();
         let node_state = Node::shared().host_dir(&format!("{}-node", installed.ns()), 0).display().to_string();
-        std::fs::write(&values_file, values(&installed.driver, mode, &state, &node_state)).unwrap();
+        std::fs::write(&values_file, values(&installed.driver, mode, &state, &node_state, false)).unwrap();
         let mut values = vec!["-f".to_string(), values_file.display().to_string()];
         let one = ["--set".to_string(), "replicas=1".to_string()];
         let sidecars =
@@ -110,6 +110,31 @@ impl NodeDriver {
         sidecars.upgrade_ready(Chart::CsiSidecars, &values);
         installed.sidecars = Some(sidecars);
         // helm's --wait counts ready replicas; the tests want each pod's every container ready.
+        installed.controller_pods().await;
+        installed.node_pods().await;
+        installed
+    }
+
+    /// charts/csi-sidecars as a driver whose CSIDriver says `attachRequired: true`, with its csi-attacher and the
+    /// chart's two controller replicas: hostpath-plugin's controller and node halves share one host directory with
+    /// `--shared-state` (each call reads what the others wrote), so the node half stages what a controller half made
+    /// and attached, whichever replica leads.
+    pub async fn install_charts_attaching(prefix: &str) -> NodeDriver {
+        let mut installed = Self::prepare(prefix, CHART_USER).await;
+        installed.attach_required = true;
+        // hostpath-plugin's layout, made as the controller half's user: the node half (root) would otherwise make it
+        // first, and the controller half could not write in it.
+        for layout in ["volumes", "snapshots"] {
+            let dir = installed.state.join(layout);
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+            std::os::unix::fs::chown(&dir, Some(CHART_USER), Some(CHART_USER)).expect("chown the layout");
+        }
+        let values_file = installed.state.with_extension("values.yaml");
+        let state = installed.state.display().to_string();
+        std::fs::write(&values_file, values(&installed.driver, Mode::Separate, &state, &state, true)).unwrap();
+        let values = ["-f".to_string(), values_file.display().to_string()];
+        let sidecars = Release::install_ready(Chart::CsiSidecars, installed.ns(), installed.ns(), &values);
+        installed.sidecars = Some(sidecars);
         installed.controller_pods().await;
         installed.node_pods().await;
         installed
@@ -412,8 +437,10 @@ where
 
 /// The csi-sidecars chart's values for hostpath-plugin: the controller pods (run as the chart's user, 65532) keep
 /// their state in the host directory `state`, which that user owns; the node pod (root, mounting volumes) in
-/// `node_state`.
-fn values(driver: &str, mode: Mode, state: &str, node_state: &str) -> String {
+/// `node_state`. With `attaching`, the CSIDriver says `attachRequired: true` and both halves run with
+/// `--attach-required --shared-state` (for one directory as both).
+fn values(driver: &str, mode: Mode, state: &str, node_state: &str, attaching: bool) -> String {
+    let extra = if attaching { " --attach-required, --shared-state," } else { "" };
     let version = env!("CARGO_PKG_VERSION");
     let mode = match mode {
         Mode::Separate => "separate",
@@ -425,7 +452,8 @@ image: {{pullPolicy: Never}}
 driver:
   name: {driver}
   image: {{repository: hostpath-plugin, tag: "{version}", pullPolicy: Never}}
-  args: [--drivername=$(DRIVER_NAME), --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME), --statedir=/state, --v=4]
+  args: [--drivername=$(DRIVER_NAME), --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME), --statedir=/state,{extra}
+    --v=4]
   volumes: [{{name: state, hostPath: {{path: {state}, type: Directory}}}}]
   volumeMounts: [{{name: state, mountPath: /state}}]
 snapshotter: {{enabled: true, groupSnapshots: true}}
@@ -434,14 +462,14 @@ node:
   enabled: true
   driver:
     args: [--drivername=$(DRIVER_NAME), --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME), --statedir=/state,
-      --node-mounts, --v=4]
+      --node-mounts,{extra} --v=4]
     volumes:
       - {{name: state, hostPath: {{path: {node_state}, type: Directory}}}}
       - {{name: dev-dir, hostPath: {{path: /dev, type: Directory}}}}
     volumeMounts:
       - {{name: state, mountPath: /state}}
       - {{name: dev-dir, mountPath: /dev}}
-csiDriver: {{enabled: true}}
+csiDriver: {{enabled: true, attachRequired: {attaching}}}
 "#
     )
 }

@@ -6,8 +6,9 @@
 //! VolumeAttachment gone). Then liveness: the driver's container, stopped with SIGSTOP, fails livenessprobe's
 //! /healthz and the kubelet restarts it.
 //!
-//! Not with charts/csi-sidecars: hostpath-plugin keeps its books in memory per process, and the chart's controller
-//! pod (which attaches) and node pod (which stages) would be two processes, the node's blind to the attachment.
+//! The same attach and detach with charts/csi-sidecars (attacher on, the CSIDriver's `attachRequired: true`): there
+//! the controller pod attaches and the node pod stages, two hostpath-plugin processes sharing one host directory with
+//! `--shared-state`.
 
 use std::path::PathBuf;
 
@@ -31,10 +32,9 @@ async fn attachments_of(client: &kube::Client, pv: &str) -> Vec<VolumeAttachment
     list.into_iter().filter(|va| va.spec.source.persistent_volume_name.as_deref() == Some(pv)).collect()
 }
 
-#[tokio::test]
-#[ignore = "needs the node: make node-e2e"]
-async fn a_statefulsets_volume_is_attached_staged_published_then_unpublished_unstaged_detached() {
-    let mut driver = NodeDriver::install_upstream_attaching("node-attach").await;
+/// A StatefulSet's pod with its volume attached by our csi-attacher, staged and published; then scaled to none: the
+/// volume unpublished, unstaged, detached. Returns the pod's uid and the volume's PV name.
+async fn attach_and_detach(driver: &mut NodeDriver, driver_pods: Vec<Pod>) -> (String, String) {
     let class = driver.storage_class("wffc", "WaitForFirstConsumer");
     apply(driver.ns(), &statefulset("db", 1, &class, "hostname > /data/id && sleep 3600"));
     let pods: Api<Pod> = Api::namespaced(driver.client.clone(), driver.ns());
@@ -43,7 +43,7 @@ async fn a_statefulsets_volume_is_attached_staged_published_then_unpublished_uns
         (pod.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(pod)
     })
     .await;
-    eprintln!("pods:\n{}", describe(&[driver.upstream_pod().await, pod.clone()]));
+    eprintln!("pods:\n{}", describe(&[driver_pods, vec![pod.clone()]].concat()));
     let volume = driver.bound("data-db-0").await;
     let pv = volume.metadata.name.clone().unwrap();
     let handle = volume.spec.as_ref().unwrap().csi.as_ref().unwrap().volume_handle.clone();
@@ -84,6 +84,17 @@ async fn a_statefulsets_volume_is_attached_staged_published_then_unpublished_uns
         attachments_of(&driver.client, &pv).await.is_empty()
     })
     .await;
+    (uid, pv)
+}
+
+#[tokio::test]
+#[ignore = "needs the node: make node-e2e"]
+async fn a_statefulsets_volume_is_attached_staged_published_then_unpublished_unstaged_detached() {
+    let mut driver = NodeDriver::install_upstream_attaching("node-attach").await;
+    let driver_pods = vec![driver.upstream_pod().await];
+    let (uid, pv) = attach_and_detach(&mut driver, driver_pods).await;
+    let pods: Api<Pod> = Api::namespaced(driver.client.clone(), driver.ns());
+    let sets: Api<StatefulSet> = Api::namespaced(driver.client.clone(), driver.ns());
 
     // Liveness: the driver's container stopped (alive, answering nothing) fails livenessprobe's /healthz, so the
     // kubelet restarts it, and the restarted driver serves again.
@@ -111,4 +122,17 @@ async fn a_statefulsets_volume_is_attached_staged_published_then_unpublished_uns
     .await;
     assert!(again.metadata.uid.as_deref() != Some(uid.as_str()), "a new pod, its volume attached again");
     assert_eq!(attachments_of(&driver.client, &pv).await.len(), 1);
+}
+
+#[tokio::test]
+#[ignore = "needs the node: make node-e2e"]
+async fn the_charts_driver_attaches_a_statefulsets_volume_and_lets_it_go() {
+    let mut driver = NodeDriver::install_charts_attaching("node-attach-chart").await;
+    let driver_pods = [driver.controller_pods().await, driver.node_pods().await].concat();
+    let holder = driver.lease_holder(&format!("external-attacher-leader-{}", driver.driver.replace('.', "-"))).await;
+    assert!(
+        driver_pods.iter().any(|p| p.metadata.name.as_deref() == Some(holder.as_str())),
+        "the chart's attacher leads"
+    );
+    attach_and_detach(&mut driver, driver_pods).await;
 }

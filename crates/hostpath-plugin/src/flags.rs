@@ -73,6 +73,12 @@ pub struct Flags {
     #[arg(long)]
     pub no_block: bool,
 
+    /// The state directory is shared with other processes of this plugin (a driver's controller and node pods on one
+    /// machine, as upstream's hostpath driver keeps one directory for both): each call holds a file lock on it and
+    /// reads state.json again when another process replaced it.
+    #[arg(long)]
+    pub shared_state: bool,
+
     /// JSON file of faults to inject, re-read when it changes; a missing file means no faults.
     #[arg(long)]
     pub fault_config: Option<PathBuf>,
@@ -97,6 +103,7 @@ impl Flags {
             node_mounts: self.node_mounts,
             single_node_multi_writer: !self.no_single_node_multi_writer,
             block: !self.no_block,
+            shared_state: self.shared_state,
         }
     }
 

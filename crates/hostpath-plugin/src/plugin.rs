@@ -1,7 +1,10 @@
 //! The plugin object every gRPC service shares, and the one path every call takes: fault injection,
-//! then the work on a blocking thread under the state mutex, then logging of the outcome.
+//! then the work on a blocking thread under the state mutex, then logging of the outcome. With `--shared-state`
+//! the state directory's file lock is held too, and the state read again when another process changed it.
 
 use std::fmt::Debug;
+use std::fs::File;
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -34,6 +37,9 @@ pub struct Config {
     pub single_node_multi_writer: bool,
     /// Block volumes are served; `--no-block` turns them off, as in a driver without raw block support.
     pub block: bool,
+    /// `--shared-state`: other processes of this plugin use the same state directory (a driver's controller and
+    /// node pods on one machine), so every call holds `<state-dir>/state.lock` and reads what they wrote.
+    pub shared_state: bool,
 }
 
 impl Config {
@@ -65,11 +71,61 @@ pub struct Shared {
     faults: Faults,
 }
 
+/// The state for the rest of a call: the mutex of this process and, with `--shared-state`, the directory's file
+/// lock (released when the guard goes, the file with it).
+pub struct StoreGuard<'a> {
+    store: MutexGuard<'a, Store>,
+    _shared: Option<File>,
+}
+
+impl Deref for StoreGuard<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl DerefMut for StoreGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+}
+
 impl Shared {
     /// The state, locked for the rest of the call.
-    pub fn store(&self) -> MutexGuard<'_, Store> {
+    pub fn store(&self) -> StoreGuard<'_> {
         // A panic in another call cannot leave a half-made change: changes are made on a copy.
-        self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        let mut store = self.store.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let shared = self.config.shared_state.then(|| self.lock_shared(&mut store)).flatten();
+        StoreGuard { store, _shared: shared }
+    }
+
+    /// Takes the state directory's file lock (waiting for another process's call to end) and reads the state again
+    /// if it changed. A failure is logged and the call goes on with what this process knows.
+    fn lock_shared(&self, store: &mut Store) -> Option<File> {
+        let path = store.layout().root().join("state.lock");
+        // A lock needs no write access: another user's process (the node pod's root) may have made the file.
+        let opened = match File::open(&path) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                File::options().create(true).truncate(false).write(true).open(&path)
+            }
+            opened => opened,
+        };
+        let file = match opened {
+            Ok(file) => file,
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot open the shared state's lock file");
+                return None;
+            }
+        };
+        if let Err(error) = file.lock() {
+            tracing::warn!(path = %path.display(), %error, "cannot lock the shared state");
+            return None;
+        }
+        if let Err(error) = store.catch_up() {
+            tracing::warn!(%error, "cannot read the shared state again");
+        }
+        Some(file)
     }
 }
 

@@ -5,6 +5,9 @@
 //! directory) and only then made current, so a change is durable before the caller hears about it and a
 //! failed change leaves nothing behind. A restarted plugin, or one killed at any instruction, reads back
 //! exactly what it last answered.
+//!
+//! Processes that share one state directory (`--shared-state`: a driver's controller and node pods on one machine)
+//! each read `state.json` again, under the plugin's file lock, when another one has replaced it since.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -217,25 +220,58 @@ pub struct Store {
     layout: Layout,
     state: State,
     prng: Prng,
+    /// Which `state.json` the state was last read from or written to.
+    read: Option<FileStamp>,
+}
+
+/// What tells one `state.json` from the next: every write replaces the file (a rename), so a new inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+fn stamp(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).ok()?;
+    Some(FileStamp { inode: meta.ino(), len: meta.len(), modified: meta.modified().ok() })
+}
+
+fn read_state(path: &Path) -> Result<State, StoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let state: State = serde_json::from_slice(&bytes)
+                .map_err(|source| StoreError::Parse { path: path.to_path_buf(), source })?;
+            if state.version != FORMAT_VERSION {
+                return Err(StoreError::Version { path: path.to_path_buf(), version: state.version });
+            }
+            Ok(state)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::default()),
+        Err(source) => Err(StoreError::Read { path: path.to_path_buf(), source }),
+    }
 }
 
 impl Store {
     /// Reads `state.json`, or starts empty when there is none yet.
     pub fn open(layout: Layout) -> Result<Self, StoreError> {
         let path = layout.state_file();
-        let state = match std::fs::read(&path) {
-            Ok(bytes) => {
-                let state: State = serde_json::from_slice(&bytes)
-                    .map_err(|source| StoreError::Parse { path: path.clone(), source })?;
-                if state.version != FORMAT_VERSION {
-                    return Err(StoreError::Version { path, version: state.version });
-                }
-                state
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => State::default(),
-            Err(source) => return Err(StoreError::Read { path, source }),
-        };
-        Ok(Self { layout, state, prng: Prng::from_entropy() })
+        let read = stamp(&path);
+        let state = read_state(&path)?;
+        Ok(Self { layout, state, prng: Prng::from_entropy(), read })
+    }
+
+    /// Reads `state.json` again when another process has written it since this one last read or wrote it. The
+    /// caller holds the state directory's file lock, so no write is under way.
+    pub fn catch_up(&mut self) -> Result<(), StoreError> {
+        let path = self.layout.state_file();
+        let now = stamp(&path);
+        if now != self.read {
+            self.state = read_state(&path)?;
+            self.read = now;
+        }
+        Ok(())
     }
 
     pub fn state(&self) -> &State {
@@ -253,6 +289,7 @@ impl Store {
         let value = change(&mut Change { state: &mut draft, layout: &self.layout, prng: &mut self.prng })?;
         if draft != self.state {
             save(&self.layout.state_file(), &draft)?;
+            self.read = stamp(&self.layout.state_file());
             self.state = draft;
         }
         Ok(value)
@@ -328,6 +365,33 @@ mod tests {
         assert!(result.is_err());
         assert!(store.state().volumes.is_empty());
         assert!(!layout.state_file().exists(), "nothing was written");
+    }
+
+    #[test]
+    fn a_store_catches_up_with_what_another_process_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let (mut controller, mut node) = (Store::open(layout.clone()).unwrap(), Store::open(layout).unwrap());
+        let add = |store: &mut Store, id: &str| {
+            store
+                .update(|change| {
+                    let sequence = change.state.take_sequence();
+                    change.state.volumes.insert(id.into(), volume(id, sequence));
+                    Ok(())
+                })
+                .unwrap()
+        };
+        add(&mut controller, "a");
+        assert!(node.state().volumes.is_empty(), "read once, at open");
+        node.catch_up().unwrap();
+        assert_eq!(node.state(), controller.state(), "read again: the file was replaced");
+        add(&mut node, "b");
+        controller.catch_up().unwrap();
+        assert_eq!(controller.state().volumes.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(controller.state().next_sequence, 3, "sequences stay unique across the two");
+        let before = controller.state().clone();
+        controller.catch_up().unwrap();
+        assert_eq!(controller.state(), &before, "nothing new: nothing read");
     }
 
     #[test]

@@ -48,6 +48,7 @@ impl TestPlugin {
             node_mounts: false,
             single_node_multi_writer: true,
             block: true,
+            shared_state: false,
         };
         adjust(&mut config);
         let socket = dir.path().join("csi.sock");

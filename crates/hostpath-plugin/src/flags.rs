@@ -79,6 +79,11 @@ pub struct Flags {
     #[arg(long)]
     pub shared_state: bool,
 
+    /// NodeGetInfo's max_volumes_per_node: the scheduler places no more volumes of this driver on the node (upstream
+    /// hostpath's -maxvolumespernode). 0: no limit.
+    #[arg(long, alias = "maxvolumespernode", default_value_t = 0)]
+    pub max_volumes_per_node: i64,
+
     /// JSON file of faults to inject, re-read when it changes; a missing file means no faults.
     #[arg(long)]
     pub fault_config: Option<PathBuf>,
@@ -104,6 +109,7 @@ impl Flags {
             single_node_multi_writer: !self.no_single_node_multi_writer,
             block: !self.no_block,
             shared_state: self.shared_state,
+            max_volumes_per_node: self.max_volumes_per_node,
         }
     }
 
@@ -212,6 +218,7 @@ mod tests {
             "-no-single-node-multi-writer",
             "--no-block",
             "-node-mounts",
+            "-maxvolumespernode=5",
             "-v=4",
         ]);
         let flags = Flags::try_parse_from(args).unwrap();
@@ -226,6 +233,7 @@ mod tests {
         assert!(!config.single_node_multi_writer);
         assert!(!config.block);
         assert!(config.node_mounts);
+        assert_eq!(config.max_volumes_per_node, 5);
         assert_eq!(flags.log_level(), tracing::Level::DEBUG);
     }
 

@@ -126,7 +126,7 @@ fn capabilities(shared: &Shared, _: NodeGetCapabilitiesRequest) -> Result<NodeGe
 fn info(shared: &Shared, _: NodeGetInfoRequest) -> Result<NodeGetInfoResponse, Status> {
     Ok(NodeGetInfoResponse {
         node_id: shared.config.node_id.clone(),
-        max_volumes_per_node: 0,
+        max_volumes_per_node: shared.config.max_volumes_per_node,
         accessible_topology: Some(node_topology(&shared.config.node_id)),
     })
 }

@@ -40,6 +40,8 @@ pub struct Config {
     /// `--shared-state`: other processes of this plugin use the same state directory (a driver's controller and
     /// node pods on one machine), so every call holds `<state-dir>/state.lock` and reads what they wrote.
     pub shared_state: bool,
+    /// `--max-volumes-per-node`: NodeGetInfo's limit (0: none).
+    pub max_volumes_per_node: i64,
 }
 
 impl Config {

@@ -57,6 +57,10 @@ async fn node_reports_info_and_capabilities() {
     .collect();
     assert_eq!(node_capabilities(&plugin).await, want);
 
+    let limited = TestPlugin::start_with(|c| c.max_volumes_per_node = 7).await;
+    let info = limited.node().await.node_get_info(NodeGetInfoRequest {}).await.unwrap().into_inner();
+    assert_eq!(info.max_volumes_per_node, 7, "--max-volumes-per-node");
+
     let old = TestPlugin::start_with(|c| c.single_node_multi_writer = false).await;
     assert_eq!(node_capabilities(&old).await, want[..3], "no SINGLE_NODE_MULTI_WRITER without the capability");
 }

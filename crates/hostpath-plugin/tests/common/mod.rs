@@ -49,6 +49,7 @@ impl TestPlugin {
             single_node_multi_writer: true,
             block: true,
             shared_state: false,
+            max_volumes_per_node: 0,
         };
         adjust(&mut config);
         let socket = dir.path().join("csi.sock");

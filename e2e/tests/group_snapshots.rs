@@ -184,11 +184,13 @@ async fn csi_group_snapshotter_cuts_groups_alone_under_its_own_lease() {
     .await;
 }
 
-/// Beyond upstream: a VolumeGroupSnapshotContent an administrator made for a storage group snapshot that exists
-/// already (`source.groupSnapshotHandles`) binds to the group snapshot naming it; csi-snapshotter asks the driver
-/// with GetVolumeGroupSnapshot, and each snapshot of the answer becomes a member, restorable like any other.
+/// A VolumeGroupSnapshotContent an administrator made for a storage group snapshot that exists already
+/// (`source.groupSnapshotHandles`) binds to the group snapshot naming it, and csi-snapshotter asks the driver with
+/// GetVolumeGroupSnapshot. The members are the administrator's, as upstream has it: the snapshot-controller makes
+/// none (Kubernetes' e2e volumegroupsnapshottable suite counts the group's owned snapshots); a VolumeSnapshotContent
+/// and a VolumeSnapshot per storage snapshot, the snapshot owned by the group, each ready and restorable.
 #[tokio::test]
-async fn a_pre_provisioned_group_content_gets_its_members() {
+async fn a_pre_provisioned_group_binds_and_its_members_are_the_administrators() {
     let _turn = SERIAL.lock().await;
     install_snapshot_crds(&Cluster::shared().client().await).await;
     let mut world = World::new("grouppre", &[]).await;
@@ -246,36 +248,61 @@ async fn a_pre_provisioned_group_content_gets_its_members() {
     assert_eq!(content.spec.volume_group_snapshot_ref.uid.as_deref(), Some(uid.as_str()), "bound by UID");
     assert_eq!(content.spec.volume_group_snapshot_class_name.as_deref(), Some(groups.class.as_str()));
 
-    // Its members, made from GetVolumeGroupSnapshot's answer, named as a dynamic group's.
-    let members = groups.ready_members(&group, 2).await;
+    // No member from the controller: a derived name finds nothing, and nothing is owned by the group.
+    let owned = || async {
+        let all = groups.snapshots().list(&ListParams::default()).await.unwrap().items;
+        all.into_iter().filter(|s| s.owner_references().iter().any(|o| o.uid == uid)).count()
+    };
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(owned().await, 0, "the snapshot-controller made no member of a pre-provisioned group");
+    assert!(groups.snapshots().get_opt(&member_name(&uid, &handles["a"])).await.unwrap().is_none());
+
+    // The administrator's members, as upstream's procedure has them.
     let snapshot_contents: Api<snapshot_api::VolumeSnapshotContent> = Api::all(world.client.clone());
-    for claim_name in ["a", "b"] {
-        let name = member_name(&uid, &handles[claim_name]);
-        let member = members.iter().find(|m| m.name_any() == name).unwrap_or_else(|| panic!("member {name}"));
-        assert_eq!(member.spec.source.persistent_volume_claim_name.as_deref(), Some(claim_name));
-        assert_eq!(member.status.as_ref().unwrap().volume_group_snapshot_name.as_deref(), Some("imported"));
-        assert!(has_finalizer(&member.metadata, IN_GROUP));
-        let bound = member.status.as_ref().unwrap().bound_volume_snapshot_content_name.clone().unwrap();
-        let member_content = snapshot_contents.get(&bound).await.unwrap();
-        let handle = member_content.status.and_then(|s| s.snapshot_handle).unwrap();
-        assert!(snapshot_ids.contains(&handle), "{handle} is one of the storage group's snapshots");
+    for (index, id) in snapshot_ids.iter().enumerate() {
+        let (content, snapshot) = (format!("{}-member-{index}", world.ns()), format!("member-{index}"));
+        let member_content: snapshot_api::VolumeSnapshotContent = serde_json::from_value(json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent", "metadata": {"name": content},
+            "spec": {"deletionPolicy": "Delete", "driver": world.driver, "source": {"snapshotHandle": id},
+                     "volumeSnapshotRef": {"name": snapshot, "namespace": world.ns()}},
+        }))
+        .unwrap();
+        snapshot_contents.create(&Default::default(), &member_content).await.unwrap();
+        let member: snapshot_api::VolumeSnapshot = serde_json::from_value(json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+            "metadata": {"name": snapshot, "ownerReferences": [{"apiVersion": "groupsnapshot.storage.k8s.io/v1",
+                "kind": "VolumeGroupSnapshot", "name": "imported", "uid": uid}]},
+            "spec": {"source": {"volumeSnapshotContentName": content}},
+        }))
+        .unwrap();
+        groups.snapshots().create(&Default::default(), &member).await.unwrap();
     }
+    for index in 0..snapshot_ids.len() {
+        let name = format!("member-{index}");
+        eventually(&format!("{name} ready"), TIMEOUT, || async {
+            let snapshot = groups.snapshots().get(&name).await.unwrap();
+            snapshot.status.and_then(|s| s.ready_to_use) == Some(true)
+        })
+        .await;
+    }
+    assert_eq!(owned().await, snapshot_ids.len(), "exactly the administrator's members are the group's");
     let mut restored = claim("a-restored", &storage_class, None, "ReadWriteOnce");
     restored.spec.as_mut().unwrap().data_source = Some(TypedLocalObjectReference {
         api_group: Some("snapshot.storage.k8s.io".into()),
         kind: "VolumeSnapshot".into(),
-        name: member_name(&uid, &handles["a"]),
+        name: "member-0".into(),
     });
     world.claim_object(restored).await;
     world.bound("a-restored").await;
 
-    // Policy Delete: deleting the group deletes the imported storage group snapshot too.
+    // Policy Delete: deleting the group deletes its members and the imported storage group snapshot too.
     groups.groups().delete("imported", &DeleteParams::default()).await.unwrap();
     groups.gone("imported").await;
     eventually("the content is gone", TIMEOUT, || async {
         matches!(groups.contents().get_opt(&content_name).await, Ok(None))
     })
     .await;
+    eventually("the members are gone", TIMEOUT, || async { owned().await == 0 }).await;
     assert_eq!(plugin_group_members(&world, &group_id), 0, "DeleteVolumeGroupSnapshot removed the storage group");
 }
 

@@ -26,6 +26,15 @@ use super::names::{
 };
 use super::secrets::secret_from_annotations;
 
+/// Whether the snapshot-controller makes the group's members: only for a dynamic group. A pre-provisioned group
+/// (`source.volumeGroupSnapshotContentName`) is bound and its status kept, and its members are the VolumeSnapshots
+/// and VolumeSnapshotContents its administrator creates, owned by the group (upstream: external-snapshotter,
+/// pkg/common-controller/groupsnapshot_controller_helper.go, `syncUnreadyGroupSnapshot`; Kubernetes' e2e
+/// volumegroupsnapshottable suite counts the group's owned snapshots).
+pub fn controller_makes_members(group: &VolumeGroupSnapshot) -> bool {
+    group.spec.source.volume_group_snapshot_content_name.is_none()
+}
+
 /// Why members cannot be made from a content yet.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MemberError {
@@ -233,6 +242,18 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::translate::selection::tests::{group, volume};
+
+    #[test]
+    fn only_a_dynamic_group_gets_members_from_the_controller() {
+        let dynamic = group(None);
+        let mut pre_provisioned = group(None);
+        pre_provisioned.spec.source.selector = None;
+        pre_provisioned.spec.source.volume_group_snapshot_content_name = Some("imported".into());
+        let table = [("dynamic", &dynamic, true), ("pre-provisioned", &pre_provisioned, false)];
+        for (case, group, makes) in table {
+            assert_eq!(controller_makes_members(group), makes, "{case}");
+        }
+    }
 
     #[test]
     fn names_are_upstreams_hash() {

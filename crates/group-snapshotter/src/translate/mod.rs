@@ -19,7 +19,8 @@
 //!
 //! A pre-provisioned group snapshot replaces steps 1–3: [`binding::bind_pre_provisioned`] binds it to the content it
 //! names, and csi-snapshotter asks [`get_request::get_group_snapshot_request`] instead of creating
-//! ([`status::driver_call`] says which call a content needs). Throughout, [`timing`] says which operations
+//! ([`status::driver_call`] says which call a content needs); step 4 makes no members for it
+//! ([`members::controller_makes_members`]): its administrator creates them, owned by the group. Throughout, [`timing`] says which operations
 //! `snapshot_controller_operation_total_seconds` times.
 //!
 //! Around the steps: [`queue_keys`] says which group snapshot a watched change concerns, [`filter`] which contents

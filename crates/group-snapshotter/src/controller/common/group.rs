@@ -4,7 +4,8 @@
 //! A dynamic group snapshot goes: selection and class → its content `groupsnapcontent-<uid>` (created once) →
 //! the bound-protection finalizers → the members, once csi-snapshotter has filled the content's status → the
 //! content's status carried to the group. A pre-provisioned one binds to the content it names instead of creating
-//! one, and goes on the same way (its members come from GetVolumeGroupSnapshot's answer). Deletion follows
+//! one, and goes on the same way, except that its members are its administrator's to create
+//! ([`crate::translate::members::controller_makes_members`]). Deletion follows
 //! [`crate::translate::deletion::group_deletion`].
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use crate::translate::default_class::{class_not_found, default_group_class, grou
 use crate::translate::deletion::{
     content_delete_failed, group_deletion, member_delete_failed, orphan_content_deletion,
 };
+use crate::translate::members::controller_makes_members;
 use crate::translate::patch::{ContentAnnotationPatch, GroupClassPatch};
 use crate::translate::secrets::{TemplateValues, deletion_secret};
 use crate::translate::selection::{check_driver, select_volumes};
@@ -74,7 +76,9 @@ async fn sync(shared: &Shared, group: VolumeGroupSnapshot) -> Result<(), Retry> 
     let contents: Api<VolumeGroupSnapshotContent> = Api::all(shared.client.clone());
     shared.set_finalizer(&contents, &content, FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND, true).await?;
 
-    ensure_members(shared, &group, &content).await?;
+    if controller_makes_members(&group) {
+        ensure_members(shared, &group, &content).await?;
+    }
 
     let (status, events) = group_status(&group, &content);
     if group.status.as_ref() != Some(&status) {

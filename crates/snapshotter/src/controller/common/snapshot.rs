@@ -82,7 +82,8 @@ async fn sync(shared: &Shared, mut snapshot: VolumeSnapshot) -> Result<(), Retry
         Ok(source) => matches!(source, SnapshotSource::Content(_)),
         Err(failure) => return shared.fail(&snapshot, failure).await,
     };
-    let group = parent_group_snapshot(&snapshot).map(str::to_string);
+    // A snapshot naming its content is pre-provisioned, a group's member or not.
+    let group = parent_group_snapshot(&snapshot).filter(|_| !preprovisioned).map(str::to_string);
     let stored = content_to_read(&snapshot).and_then(|name| shared.stores.content(&name));
     let content = match accepted_content(&snapshot, preprovisioned, stored.as_deref()) {
         Ok(content) => content.cloned(),

@@ -27,13 +27,16 @@ pub fn expected_content_name(snapshot: &VolumeSnapshot) -> String {
     }
 }
 
-/// The name under which the snapshot's content is read from the store. A group member's content is the one its group
-/// made, named in the member's status (it is never created here: the group snapshotter writes that status right
-/// after creating both), so there is none to read until then; any other snapshot's is [`expected_content_name`].
+/// The name under which the snapshot's content is read from the store. A snapshot that names its content reads that
+/// one, a group's or not (the members of a pre-provisioned group are such snapshots, made by its administrator; upstream:
+/// external-snapshotter, pkg/common-controller/snapshot_controller.go, `syncUnreadySnapshot`, which takes a snapshot
+/// naming a content as pre-provisioned before anything else). A dynamic group member's content is the one its group
+/// made, named in the member's status (it is never created here: the group snapshotter writes that status right after
+/// creating both), so there is none to read until then; any other snapshot's is [`expected_content_name`].
 pub fn content_to_read(snapshot: &VolumeSnapshot) -> Option<String> {
-    match parent_group_snapshot(snapshot) {
-        Some(_) => bound_content_name(snapshot).map(str::to_string),
-        None => Some(expected_content_name(snapshot)),
+    match (&snapshot.spec.source.volume_snapshot_content_name, parent_group_snapshot(snapshot)) {
+        (None, Some(_)) => bound_content_name(snapshot).map(str::to_string),
+        _ => Some(expected_content_name(snapshot)),
     }
 }
 

@@ -165,6 +165,13 @@ fn member(bound: Option<&str>) -> VolumeSnapshot {
     vs
 }
 
+/// A snapshot its administrator made for a pre-provisioned group: it names its content and the group owns it.
+fn preprovisioned_member() -> VolumeSnapshot {
+    let mut vs = snapshot_of_content("ns", "member", "uid-m", "c");
+    vs.metadata.owner_references = member(None).metadata.owner_references;
+    vs
+}
+
 #[test]
 fn the_content_that_belongs_to_a_snapshot() {
     // (rule, snapshot, name read from the store)
@@ -173,6 +180,7 @@ fn the_content_that_belongs_to_a_snapshot() {
         ("pre-provisioned: the content it names", snapshot_of_content("ns", "snap", "uid-1", "c"), Some("c")),
         ("group member: the content its group bound it to", member(Some("snapcontent-m")), Some("snapcontent-m")),
         ("group member not bound yet: nothing to read", member(None), None),
+        ("a pre-provisioned group's member: the content it names", preprovisioned_member(), Some("c")),
     ];
     for (rule, vs, want) in names {
         assert_eq!(content_to_read(&vs).as_deref(), want, "{rule}");

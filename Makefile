@@ -7,11 +7,12 @@
 #   make bench   ours against upstream's sidecars side by side (README, "Benchmarks"); not part of make test
 #   make bench-scale   the same among 50,000 claims, PVs, pods and snapshot contents (BENCH_SCALE_OBJECTS)
 #   make chaos   the sidecars under faults, kills and restarts, then nothing leaked or lost (README, "Chaos")
+#   make conformance   Kubernetes' storage e2e suites with our sidecars, then with upstream's (README, "Conformance")
 
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
 
-.PHONY: build test unit sanity e2e e2e-tests node-e2e lint tools bench bench-scale chaos cluster-up cluster-down clean image demo
+.PHONY: build test unit sanity e2e e2e-tests node-e2e conformance lint tools bench bench-scale chaos cluster-up cluster-down clean image demo
 
 build:
 	$(CARGO) build --release --workspace --bins
@@ -48,19 +49,36 @@ e2e: tools
 # helm --wait and our images as pods, upstream's driver manifests with only the sidecar images swapped, pods writing
 # and reading volumes. One test at a time (they share the one node); the cluster is stopped afterwards. A machine
 # that lacks what the node needs (`bash e2e/cluster.sh node-check`; README, "Set up") skips them with a message,
-# unless E2E_NODE=required (.ci/run sets it).
-NODE_SUITES := --test node_charts --test node_dropin --test node_volumes --test node_attach
+# unless E2E_NODE=required (.ci/run sets it). node_conformance is the quick share of `make conformance`: one spec of
+# each of Kubernetes' storage suites.
+NODE_SUITES := --test node_charts --test node_dropin --test node_volumes --test node_attach --test node_conformance
 
 node-e2e: tools
 	@if ! bash e2e/cluster.sh node-check; then \
 		if [ "$(E2E_NODE)" = required ]; then echo "node-e2e: E2E_NODE=required, but the node cannot run here"; exit 1; fi; \
 		echo "node-e2e: SKIPPED, this machine cannot run the node (README, Set up)"; exit 0; \
 	fi; \
-	set -e; bash e2e/tools.sh build node; $(CARGO) build --workspace --bins; \
+	set -e; bash e2e/tools.sh build node; bash e2e/tools.sh build conformance; $(CARGO) build --workspace --bins; \
 	bash e2e/cluster.sh down; started=$$(date +%s); CLUSTER_NODE=1 bash e2e/cluster.sh up; \
-	status=0; bash e2e/node-images.sh || status=$$?; \
+	status=0; bash e2e/node-images.sh e2e || status=$$?; \
 	[ $$status -ne 0 ] || $(CARGO) test -p $(E2E_PACKAGE) $(NODE_SUITES) -- --ignored --test-threads=1 || status=$$?; \
 	bash e2e/cluster.sh down; echo "node-e2e: $$(( $$(date +%s) - started )) s on the node"; exit $$status
+
+# Kubernetes' own storage e2e tests (e2e.test's External Storage suites, e2e/conformance/test-driver.yaml) against
+# hostpath-plugin behind our sidecars, then behind upstream's (built from the module proxy), on a node-backed cluster
+# of its own; reports in target/conformance/. CONFORMANCE_ARGS: --side=ours|upstream|both, --quick, --procs=N.
+CONFORMANCE_ARGS ?=
+conformance: tools
+	bash e2e/cluster.sh node-check
+	bash e2e/tools.sh build node
+	bash e2e/tools.sh build conformance
+	bash e2e/tools.sh build $(BENCH_TOOLS)
+	$(CARGO) build --workspace --bins
+	bash e2e/cluster.sh down
+	CLUSTER_NODE=1 bash e2e/cluster.sh up
+	status=0; bash e2e/node-images.sh e2e && bash e2e/node-images.sh upstream || status=$$?; \
+	[ $$status -ne 0 ] || $(CURDIR)/target/debug/conformance $(CONFORMANCE_ARGS) || status=$$?; \
+	bash e2e/cluster.sh down; exit $$status
 
 # Only the tests, against a cluster that is already up (for iterating).
 e2e-tests:

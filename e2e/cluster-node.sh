@@ -46,6 +46,9 @@ node_missing() {
 	command -v objcopy >/dev/null 2>&1 || echo "objcopy (binutils)"
 	{ ldd "$(command -v busybox || echo /nonexistent)" 2>&1 || true; } | grep -q 'not a dynamic executable' ||
 		echo "a static busybox (busybox-static)"
+	# The e2e tests' glibc image (make conformance and its quick share): dash as its shell, GNU coreutils' dd.
+	command -v dash >/dev/null 2>&1 || echo "dash"
+	{ dd --version 2>/dev/null || true; } | grep -q coreutils || echo "GNU coreutils' dd (coreutils)"
 	grep -qw overlay /proc/filesystems 2>/dev/null || echo "overlay filesystem"
 }
 

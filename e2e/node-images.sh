@@ -6,6 +6,7 @@
 #   e2e/node-images.sh list       print each image's name and what it holds
 #   e2e/node-images.sh e2e        also the images Kubernetes' e2e tests ask for (make conformance): busybox and
 #                                 agnhost under their registry.k8s.io/e2e-test-images names
+#   e2e/node-images.sh upstream   also upstream's sidecars (make conformance's baseline), as upstream.local/<binary>:upstream
 #
 # Our images: the dev-profile binaries of target/debug (csi-provisioner, csi-resizer, csi-snapshotter,
 # snapshot-controller, csi-group-snapshotter, csi-sidecars, csi-attacher, csi-node-driver-registrar, livenessprobe,
@@ -27,6 +28,9 @@ OUT_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/node-images"
 OURS=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-sidecars
 	csi-attacher csi-node-driver-registrar livenessprobe hostpath-plugin)
 BUSYBOX_IMAGE=e2e.local/busybox:1
+# Upstream's sidecars (`upstream`), built by e2e/tools.sh.
+UPSTREAM=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-attacher)
+UPSTREAM_REGISTRY=upstream.local
 # shellcheck source=image/oci.sh
 source "$ROOT/image/oci.sh"
 
@@ -91,13 +95,26 @@ busybox_rootfs() {
 	done
 }
 
-# build_busybox ARCHIVE TAG: the test pods' shell image, its ref named TAG
+# build_busybox ARCHIVE TAG [gnu-dd]: the test pods' shell image, its ref named TAG; with gnu-dd, the host's GNU
+# coreutils dd and dash as /bin/sh (with the C libraries they link) in place of busybox's
 build_busybox() {
-	local archive="$1"
-	[[ -f "$archive" && "$archive" -nt "$(command -v busybox)" ]] && return 0
+	local archive="$1" lib dd
+	[[ -f "$archive" && "$archive" -nt "$(command -v busybox)" && "$archive" -nt "${BASH_SOURCE[0]}" ]] && return 0
 	WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
 	oci_begin "$WORK"
 	busybox_rootfs "$WORK/rootfs"
+	if [[ "${3:-}" == gnu-dd ]]; then
+		dd="$(command -v dd)"
+		dd --version | grep -q coreutils || die "$dd is not GNU coreutils' dd"
+		command -v dash >/dev/null || die "dash not found (apt-get install dash)"
+		rm -f "$WORK/rootfs/bin/dd" "$WORK/rootfs/bin/sh"
+		install -m 0755 "$dd" "$WORK/rootfs/bin/dd"
+		install -m 0755 "$(command -v dash)" "$WORK/rootfs/bin/sh"
+		for lib in $(libraries "$dd"; libraries "$(command -v dash)"); do
+			mkdir -p "$WORK/rootfs$(dirname "$lib")"
+			cp -L "$lib" "$WORK/rootfs$lib"
+		done
+	fi
 	oci_layer "$WORK/rootfs" 1
 	oci_image "$2" "0:0" /bin/sh busybox "$(busybox | head -1 | awk '{print $2}')" \
 		"e2e/node-images.sh: Debian's busybox-static" "$OCI_LAYER"
@@ -186,23 +203,66 @@ cmd_list() {
 	printf '%-40s %s\n' "$BUSYBOX_IMAGE" "Debian's busybox-static"
 }
 
-# cmd_e2e: the e2e tests' busybox (the same rootfs as ours) and agnhost, named as the tests ask for them
+# The e2e tests' images that busybox's rootfs stands in for (name, image ID in manifest.go, extra): busybox itself,
+# and two the storage tests only run shell commands in: glibc-dns-testing (upstream's is Debian with a shell; the
+# tests' dd asks for GNU options, oflag=nocache, so GNU coreutils' dd replaces busybox's, and Debian's dash is
+# /bin/sh, since busybox's shell runs its own applets before anything on PATH) and nginx (the exec test runs a script
+# from the volume with /bin/sh).
+E2E_SHELL_IMAGES=("busybox BusyBox -" "glibc-dns-testing GlibcDnsTesting gnu-dd" "nginx Nginx -")
+
+# cmd_e2e: the e2e tests' images (E2E_SHELL_IMAGES and agnhost), named as the tests ask for them
 cmd_e2e() {
-	local busybox agnhost
-	busybox="$(e2e_image busybox BusyBox)"
-	agnhost="$(e2e_image agnhost Agnhost)"
+	local pair name id extra ref agnhost imported=()
 	mkdir -p "$OUT_DIR"
 	trap 'rm -rf "$OUT_DIR"/.work.*' EXIT
-	build_busybox "$OUT_DIR/e2e-busybox.oci.tar" "${busybox##*:}"
+	for pair in "${E2E_SHELL_IMAGES[@]}"; do
+		read -r name id extra <<<"$pair"
+		ref="$(e2e_image "$name" "$id")"
+		build_busybox "$OUT_DIR/e2e-$name.oci.tar" "${ref##*:}" "$extra"
+		import "$OUT_DIR/e2e-$name.oci.tar" "$ref"
+		imported+=("$ref")
+	done
+	agnhost="$(e2e_image agnhost Agnhost)"
 	build_agnhost "$OUT_DIR/e2e-agnhost.oci.tar" "${agnhost##*:}"
-	import "$OUT_DIR/e2e-busybox.oci.tar" "$busybox"
 	import "$OUT_DIR/e2e-agnhost.oci.tar" "$agnhost"
-	log "$busybox and $agnhost imported"
+	log "${imported[*]} $agnhost imported"
+}
+
+# cmd_upstream: upstream's Go sidecars (e2e/tools.sh upstream-*, static) as upstream.local/<binary>:upstream, each
+# the binary at /<binary> as upstream's images have it, run as root. The module proxy does not serve
+# node-driver-registrar and livenessprobe, so ours stand in under the same registry (a chart with
+# image.registry=upstream.local then runs upstream's controller sidecars beside our node pod's two).
+cmd_upstream() {
+	local b binary archive
+	mkdir -p "$OUT_DIR"
+	trap 'rm -rf "$OUT_DIR"/.work.*' EXIT
+	for b in "${UPSTREAM[@]}"; do
+		binary="$(bash "$ROOT/e2e/tools.sh" path "upstream-$b")"
+		archive="$OUT_DIR/upstream-$b.oci.tar"
+		if ! [[ -f "$archive" && "$archive" -nt "$binary" ]]; then
+			WORK="$(mktemp -d "$OUT_DIR/.work.XXXXXX")"
+			oci_begin "$WORK"
+			mkdir -p "$WORK/rootfs"
+			install -m 0755 "$binary" "$WORK/rootfs/$b"
+			oci_layer "$WORK/rootfs" 1
+			oci_image upstream "0:0" "/$b" "$b" "$("$binary" --version 2>&1 | awk '{print $NF; exit}')" \
+				"e2e/node-images.sh: upstream's $b from the Go module proxy" "$OCI_LAYER"
+			oci_write "$archive"
+			rm -rf "$WORK"
+		fi
+		import "$archive" "$UPSTREAM_REGISTRY/$b:upstream"
+	done
+	for b in csi-node-driver-registrar livenessprobe; do
+		bash "$ROOT/e2e/cluster.sh" ctr images tag --force "$(normalized "$b:$(version)")" \
+			"$UPSTREAM_REGISTRY/$b:upstream" >/dev/null
+	done
+	log "upstream's ${UPSTREAM[*]} imported as $UPSTREAM_REGISTRY/<binary>:upstream (registrar and livenessprobe: ours)"
 }
 
 case "${1:-}" in
 "") cmd_build ;;
 list) cmd_list ;;
 e2e) cmd_build && cmd_e2e ;;
+upstream) cmd_build && cmd_upstream ;;
 *) sed -n '2,10p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac

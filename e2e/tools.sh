@@ -13,8 +13,8 @@
 #        kubelet kube-scheduler kube-proxy pause (the node of `CLUSTER_NODE=1 e2e/cluster.sh up` and its suite;
 #        pause is the pod sandbox, built with `gcc -static` from the kubernetes module's build/pause; `build node`
 #        builds these four)
-#        e2e.test agnhost (Kubernetes' own e2e binary and its test image's program, for `make conformance`;
-#        `build conformance` builds these two)
+#        e2e.test agnhost ginkgo (Kubernetes' own e2e binary, its test image's program and the Ginkgo CLI that runs
+#        e2e.test's specs in parallel, for `make conformance`; `build conformance` builds these three)
 #        upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
 #        upstream-csi-attacher
 #        (upstream's Go sidecars, only for `make bench`: `build` without names leaves them out; name them)
@@ -32,7 +32,7 @@ ALL_NAMES=(etcd kube-apiserver kube-controller-manager kubectl csi-sanity helm)
 # The node's binaries (`build node`), only for the node-backed cluster.
 NODE_NAMES=(kubelet kube-scheduler kube-proxy pause)
 # Kubernetes' storage e2e tests (`build conformance`), only for `make conformance`.
-CONFORMANCE_NAMES=(e2e.test agnhost)
+CONFORMANCE_NAMES=(e2e.test agnhost ginkgo)
 BENCH_NAMES=(upstream-csi-provisioner upstream-csi-resizer upstream-csi-snapshotter upstream-snapshot-controller
 	upstream-csi-attacher)
 
@@ -51,7 +51,7 @@ module_of() {
 	kube-apiserver | kube-controller-manager | kubectl | kubelet | kube-scheduler | kube-proxy | pause)
 		echo k8s
 		;;
-	e2e.test | agnhost) echo k8s-e2e ;;
+	e2e.test | agnhost | ginkgo) echo k8s-e2e ;;
 	csi-sanity) echo tools/csi-sanity ;;
 	helm) echo tools/helm ;;
 	upstream-csi-provisioner) echo tools/external-provisioner ;;
@@ -72,6 +72,7 @@ package_of() {
 	pause) echo k8s.io/kubernetes/build/pause/linux/pause.c ;;
 	e2e.test) echo k8s.io/kubernetes/test/e2e ;;
 	agnhost) echo k8s.io/kubernetes/test/images/agnhost ;;
+	ginkgo) echo github.com/onsi/ginkgo/v2/ginkgo ;;
 	csi-sanity) echo github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity ;;
 	helm) echo helm.sh/helm/v3/cmd/helm ;;
 	upstream-csi-provisioner) echo github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner ;;
@@ -118,7 +119,7 @@ ldflags_of() {
 			"-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$minor" \
 			"-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$major -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
 		;;
-	etcd | pause | agnhost) echo "" ;; # etcd's version is a constant in its api module; pause is C
+	etcd | pause | agnhost | ginkgo) echo "" ;; # etcd's version is a constant in its api module; pause is C
 	upstream-csi-provisioner) echo "-X main.version=$(mod_version tools/external-provisioner github.com/kubernetes-csi/external-provisioner/v6)" ;;
 	upstream-csi-resizer) echo "-X main.version=$(mod_version tools/external-resizer github.com/kubernetes-csi/external-resizer/v2)" ;;
 	upstream-csi-attacher) echo "-X main.version=$(mod_version tools/external-attacher github.com/kubernetes-csi/external-attacher/v4)" ;;

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod bench;
 pub mod chaos;
 mod cluster;
+pub mod conformance;
 pub mod driver_world;
 pub mod group_world;
 pub mod helm;

@@ -42,6 +42,28 @@ pub enum Mode {
     Combined,
 }
 
+/// Whose sidecar images the charts run (hostpath-plugin is always ours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Images {
+    /// Ours, as the charts name them by default (`<binary>:<workspace version>`).
+    Ours,
+    /// Upstream's controller sidecars and snapshot-controller (`e2e/node-images.sh upstream`): `upstream.local/<binary>:upstream`,
+    /// with our registrar and livenessprobe under the same names (the module proxy serves neither of upstream's).
+    Upstream,
+}
+
+impl Images {
+    /// The `helm --set` arguments that select these images.
+    fn sets(&self) -> Vec<String> {
+        match self {
+            Images::Ours => Vec::new(),
+            Images::Upstream => {
+                ["--set", "image.registry=upstream.local", "--set", "image.tag=upstream"].map(String::from).to_vec()
+            }
+        }
+    }
+}
+
 /// A driver on the node, with everything the tests made for it.
 pub struct NodeDriver {
     pub client: kube::Client,
@@ -58,8 +80,8 @@ pub struct NodeDriver {
 }
 
 impl NodeDriver {
-    /// A new namespace with charts/snapshot-controller installed in it.
-    async fn prepare(prefix: &str, state_owner: u32) -> NodeDriver {
+    /// A new namespace with charts/snapshot-controller installed in it (its image from `images`' registry).
+    async fn prepare(prefix: &str, state_owner: u32, images: &Images) -> NodeDriver {
         let node = Node::shared();
         let client = Cluster::shared().client().await;
         let ns = TestNamespace::create(&client, prefix).await;
@@ -69,7 +91,12 @@ impl NodeDriver {
             Chart::SnapshotController,
             &format!("{}-sc", ns.name()),
             ns.name(),
-            &["--set", "featureGates.volumeGroupSnapshot=true", "--set", "image.pullPolicy=Never"].map(String::from),
+            &[
+                &["--set", "featureGates.volumeGroupSnapshot=true", "--set", "image.pullPolicy=Never"]
+                    .map(String::from)[..],
+                &images.sets(),
+            ]
+            .concat(),
         );
         NodeDriver {
             client,
@@ -91,11 +118,11 @@ impl NodeDriver {
     /// must share a pod (two pods' drivers would each know only the volumes made through them). The second pod
     /// stands by for every sidecar; when the leader pod goes, it takes every Lease.
     pub async fn install_charts(prefix: &str, mode: Mode) -> NodeDriver {
-        let mut installed = Self::prepare(prefix, CHART_USER).await;
+        let mut installed = Self::prepare(prefix, CHART_USER, &Images::Ours).await;
         let values_file = installed.state.with_extension("values.yaml");
         let state = installed.state.display().to_string();
         let node_state = Node::shared().host_dir(&format!("{}-node", installed.ns()), 0).display().to_string();
-        std::fs::write(&values_file, values(&installed.driver, mode, &state, &node_state, false)).unwrap();
+        std::fs::write(&values_file, values(&installed.driver, mode, &state, &node_state, false, &[])).unwrap();
         let mut values = vec!["-f".to_string(), values_file.display().to_string()];
         let one = ["--set".to_string(), "replicas=1".to_string()];
         let sidecars =
@@ -120,7 +147,18 @@ impl NodeDriver {
     /// `--shared-state` (each call reads what the others wrote), so the node half stages what a controller half made
     /// and attached, whichever replica leads.
     pub async fn install_charts_attaching(prefix: &str) -> NodeDriver {
-        let mut installed = Self::prepare(prefix, CHART_USER).await;
+        Self::install_charts_attaching_with(prefix, "", &[], &Images::Ours).await
+    }
+
+    /// [`NodeDriver::install_charts_attaching`] with `extra_values` (YAML) laid over the tests' values, `node_args`
+    /// added to the node half's hostpath-plugin, the sidecars' images from `images`.
+    pub async fn install_charts_attaching_with(
+        prefix: &str,
+        extra_values: &str,
+        node_args: &[&str],
+        images: &Images,
+    ) -> NodeDriver {
+        let mut installed = Self::prepare(prefix, CHART_USER, images).await;
         installed.attach_required = true;
         // hostpath-plugin's layout, made as the controller half's user: the node half (root) would otherwise make it
         // first, and the controller half could not write in it.
@@ -131,8 +169,15 @@ impl NodeDriver {
         }
         let values_file = installed.state.with_extension("values.yaml");
         let state = installed.state.display().to_string();
-        std::fs::write(&values_file, values(&installed.driver, Mode::Separate, &state, &state, true)).unwrap();
-        let values = ["-f".to_string(), values_file.display().to_string()];
+        std::fs::write(&values_file, values(&installed.driver, Mode::Separate, &state, &state, true, node_args))
+            .unwrap();
+        let extra_file = installed.state.with_extension("extra.yaml");
+        std::fs::write(&extra_file, extra_values).unwrap();
+        let values = [
+            &["-f", &values_file.display().to_string(), "-f", &extra_file.display().to_string()].map(String::from)[..],
+            &images.sets(),
+        ]
+        .concat();
         let sidecars = Release::install_ready(Chart::CsiSidecars, installed.ns(), installed.ns(), &values);
         installed.sidecars = Some(sidecars);
         installed.controller_pods().await;
@@ -153,7 +198,7 @@ impl NodeDriver {
     }
 
     async fn install_upstream_with(prefix: &str, attach_required: bool) -> NodeDriver {
-        let mut installed = Self::prepare(prefix, 0).await;
+        let mut installed = Self::prepare(prefix, 0, &Images::Ours).await;
         installed.attach_required = attach_required;
         let scenario = Scenario::new(prefix);
         let mut sidecars = vec![Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter];
@@ -438,9 +483,10 @@ where
 /// The csi-sidecars chart's values for hostpath-plugin: the controller pods (run as the chart's user, 65532) keep
 /// their state in the host directory `state`, which that user owns; the node pod (root, mounting volumes) in
 /// `node_state`. With `attaching`, the CSIDriver says `attachRequired: true` and both halves run with
-/// `--attach-required --shared-state` (for one directory as both).
-fn values(driver: &str, mode: Mode, state: &str, node_state: &str, attaching: bool) -> String {
+/// `--attach-required --shared-state` (for one directory as both). `node_args` go to the node half's driver.
+fn values(driver: &str, mode: Mode, state: &str, node_state: &str, attaching: bool, node_args: &[&str]) -> String {
     let extra = if attaching { " --attach-required, --shared-state," } else { "" };
+    let node_extra: String = node_args.iter().map(|a| format!(" {a},")).collect();
     let version = env!("CARGO_PKG_VERSION");
     let mode = match mode {
         Mode::Separate => "separate",
@@ -462,7 +508,7 @@ node:
   enabled: true
   driver:
     args: [--drivername=$(DRIVER_NAME), --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME), --statedir=/state,
-      --node-mounts,{extra} --v=4]
+      --node-mounts,{extra}{node_extra} --v=4]
     volumes:
       - {{name: state, hostPath: {{path: {node_state}, type: Directory}}}}
       - {{name: dev-dir, hostPath: {{path: /dev, type: Directory}}}}

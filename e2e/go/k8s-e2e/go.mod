@@ -1,7 +1,8 @@
 // Wrapper module that builds Kubernetes' own e2e test binary (e2e.test, whose External Storage suites
-// `make conformance` runs against our sidecars) and agnhost, the test image its pods run, from the Go module
-// proxy. Test infrastructure only: nothing built here ships. Apart from e2e/go/k8s so that its test-only
-// requirements do not change the control plane's cache key. See e2e/README.md.
+// `make conformance` runs against our sidecars), agnhost, the test image its pods run, and the Ginkgo CLI that runs
+// e2e.test's specs in parallel processes, from the Go module proxy. Test infrastructure only: nothing built here
+// ships. Apart from e2e/go/k8s so that its test-only requirements do not change the control plane's cache key. See
+// e2e/README.md.
 //
 // k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with ./staging/src/..., which only
 // works inside a git checkout, so every staging module is replaced here with its published v0.<minor>.<patch>.
@@ -11,7 +12,10 @@ go 1.26.0
 
 godebug default=go1.26
 
-require k8s.io/kubernetes v1.36.3
+require (
+	github.com/onsi/ginkgo/v2 v2.28.1
+	k8s.io/kubernetes v1.36.3
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -78,7 +82,6 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
-	github.com/onsi/ginkgo/v2 v2.28.1 // indirect
 	github.com/onsi/gomega v1.39.1 // indirect
 	github.com/opencontainers/cgroups v0.0.6 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect

@@ -7,4 +7,5 @@ import (
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/e2e/storage/external"
 	_ "k8s.io/kubernetes/test/images/agnhost"
+	_ "github.com/onsi/ginkgo/v2/ginkgo"
 )

@@ -254,24 +254,43 @@ impl Report {
 
 /// The specs that passed on one side and not on the other, as a Markdown table (driver names made alike).
 pub fn compare(ours: &Report, upstream: &Report) -> String {
-    let by_text = |report: &Report| -> BTreeMap<String, State> {
-        report.specs.values().map(|s| (without_driver(&s.name), s.state)).collect()
-    };
-    let (ours, upstream) = (by_text(ours), by_text(upstream));
-    let mut rows = String::new();
-    let mut names: Vec<&String> = ours.keys().chain(upstream.keys()).collect();
-    names.sort();
-    names.dedup();
-    for name in names {
-        let (o, u) = (ours.get(name), upstream.get(name));
-        if (o == Some(&State::Passed)) != (u == Some(&State::Passed)) {
-            rows.push_str(&format!("| {name} | {} | {} |\n", label(o), label(u)));
-        }
-    }
+    let rows: String = differences(ours, upstream)
+        .iter()
+        .map(|d| format!("| {} | {} | {} |\n", d.name, label(d.ours.as_ref()), label(d.upstream.as_ref())))
+        .collect();
     if rows.is_empty() {
         return "Every spec that passed with one side passed with the other.\n".into();
     }
     format!("| spec | ours | upstream |\n|---|---|---|\n{rows}")
+}
+
+/// A spec that passed on one side only: its text with the driver made alike, and its state on each side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Difference {
+    pub name: String,
+    pub ours: Option<State>,
+    pub upstream: Option<State>,
+}
+
+/// The specs that passed on one side and not on the other, by name.
+pub fn differences(ours: &Report, upstream: &Report) -> Vec<Difference> {
+    let by_text = |report: &Report| -> BTreeMap<String, State> {
+        report.specs.values().map(|s| (without_driver(&s.name), s.state)).collect()
+    };
+    let (ours, upstream) = (by_text(ours), by_text(upstream));
+    let mut names: Vec<&String> = ours.keys().chain(upstream.keys()).collect();
+    names.sort();
+    names.dedup();
+    let passed = |state: Option<&State>| state == Some(&State::Passed);
+    names
+        .into_iter()
+        .filter(|name| passed(ours.get(*name)) != passed(upstream.get(*name)))
+        .map(|name| Difference {
+            name: name.clone(),
+            ours: ours.get(name).copied(),
+            upstream: upstream.get(name).copied(),
+        })
+        .collect()
 }
 
 fn label(state: Option<&State>) -> &'static str {
@@ -284,7 +303,7 @@ fn label(state: Option<&State>) -> &'static str {
 }
 
 /// A spec's text with `[Driver: <name>]` made alike.
-pub fn without_driver(name: &str) -> String {
+fn without_driver(name: &str) -> String {
     match name.split_once("[Driver: ").and_then(|(head, rest)| Some((head, rest.split_once(']')?.1))) {
         Some((head, tail)) => format!("{head}[Driver: *]{tail}"),
         None => name.to_string(),
@@ -503,6 +522,12 @@ External Storage [Driver: d] [Testpattern: Dynamic Snapshot (delete policy)] sna
              | External Storage [Driver: *] [Testpattern: P] volumes y | failed | passed |\n"
         );
         assert_eq!(compare(&ours, &ours), "Every spec that passed with one side passed with the other.\n");
+        let only_upstream = Difference {
+            name: "External Storage [Driver: *] [Testpattern: P] volumes y".into(),
+            ours: Some(State::Failed),
+            upstream: Some(State::Passed),
+        };
+        assert_eq!(differences(&ours, &upstream), [only_upstream]);
         assert_eq!(Report::from_tsv(&ours.tsv()).specs, ours.specs);
         assert_eq!(ours.last_line(), "1 passed, 1 failed, 0 skipped");
         assert_eq!(ours.per_suite(), [("volumes".to_string(), [1, 1, 0])].into());

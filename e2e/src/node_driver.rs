@@ -47,8 +47,9 @@ pub enum Mode {
 pub enum Images {
     /// Ours, as the charts name them by default (`<binary>:<workspace version>`).
     Ours,
-    /// Upstream's controller sidecars and snapshot-controller (`e2e/node-images.sh upstream`): `upstream.local/<binary>:upstream`,
-    /// with our registrar and livenessprobe under the same names (the module proxy serves neither of upstream's).
+    /// Upstream's controller sidecars and snapshot-controller (`e2e/node-images.sh upstream`):
+    /// `upstream.local/<binary>:upstream`, with our registrar and livenessprobe under the same names (the module proxy
+    /// serves neither of upstream's).
     Upstream,
 }
 

@@ -67,16 +67,10 @@ async fn main() {
         let table = conformance::compare(ours, upstream);
         std::fs::write(root.join("conformance/compare.md"), &table).expect("writing compare.md");
         eprintln!("[conformance] ours against upstream's:\n{table}");
-        failed |= ours.specs.values().any(|s| s.state != State::Passed && upstream_passed(upstream, &s.name));
+        failed |= conformance::differences(ours, upstream).iter().any(|d| d.upstream == Some(State::Passed));
     }
     if let Some((_, report)) = reports.last() {
         println!("{}", report.last_line());
     }
     std::process::exit(i32::from(failed));
-}
-
-/// Whether the spec of that text (any driver name) passed with upstream's sidecars.
-fn upstream_passed(upstream: &Report, name: &str) -> bool {
-    let name = conformance::without_driver(name);
-    upstream.specs.values().any(|s| s.state == State::Passed && conformance::without_driver(&s.name) == name)
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One round of one scenario for one side at one limit setting.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,7 +26,7 @@ pub struct Run {
 }
 
 /// The rounds of one (scenario, side, limits), added up.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub rounds: usize,
     pub objects: usize,
@@ -151,6 +151,12 @@ impl Results {
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(&self.summaries).expect("summaries serialize")
     }
+
+    /// The summaries of a results.json written by [`Results::to_json`], into `self` (which holds the ceilings).
+    pub fn read_json(&mut self, json: &str) -> serde_json::Result<()> {
+        self.summaries = serde_json::from_str(json)?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -175,6 +181,18 @@ mod tests {
         for (sorted, p, want) in rows {
             assert_eq!(percentile(sorted, *p), *want, "p{p} of {sorted:?}");
         }
+    }
+
+    #[test]
+    fn results_json_reads_back() {
+        let mut results = Results::default();
+        let mut measured = run(10, 2.0);
+        measured.peak_rss_kib = Some(2048);
+        measured.cpu_ms = Some(30.0);
+        results.insert("idle", OURS, "default", Summary::of(&[measured]));
+        let mut read = Results::default();
+        read.read_json(&results.to_json().to_string()).unwrap();
+        assert_eq!(read, results);
     }
 
     #[test]

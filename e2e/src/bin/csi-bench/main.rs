@@ -140,13 +140,7 @@ impl Runs {
     }
 
     fn results(&self) -> Results {
-        let mut results = Results::default();
-        results.ceilings.insert("provision".into(), "ceiling".into());
-        results.ceilings.insert("expand".into(), "expand_ceiling".into());
-        results.ceilings.insert("modify".into(), "modify_ceiling".into());
-        results.ceilings.insert("snapshot".into(), "snapshot_ceiling".into());
-        results.ceilings.insert("group".into(), "group_ceiling".into());
-        results.ceilings.insert("attach".into(), "attach_ceiling".into());
+        let mut results = with_ceilings();
         for ((scenario, side, limits), runs) in &self.0 {
             results.insert(scenario, side, limits, Summary::of(runs));
         }
@@ -158,6 +152,31 @@ impl Runs {
 fn out_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"));
     target.join("bench")
+}
+
+/// No results yet, but which scenario is the ceiling of which.
+fn with_ceilings() -> Results {
+    let mut results = Results::default();
+    results.ceilings.insert("provision".into(), "ceiling".into());
+    results.ceilings.insert("expand".into(), "expand_ceiling".into());
+    results.ceilings.insert("modify".into(), "modify_ceiling".into());
+    results.ceilings.insert("snapshot".into(), "snapshot_ceiling".into());
+    results.ceilings.insert("group".into(), "group_ceiling".into());
+    results.ceilings.insert("attach".into(), "attach_ceiling".into());
+    results
+}
+
+/// BENCH_RENDER=1: the table and chart written again from the JSON of an earlier run (same BENCH_OUTPUT), with no
+/// cluster and nothing measured: a newer chart for an older run.
+fn render_again() -> anyhow::Result<()> {
+    let [json, ..] = output_names();
+    let path = out_dir().join(json);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut results = with_ceilings();
+    results.read_json(&text).with_context(|| format!("parsing {}", path.display()))?;
+    write(&results)?;
+    progress(&format!("wrote {} again from {}", out_dir().display(), path.display()));
+    Ok(())
 }
 
 /// The file names a run writes: `results.json`, `results.md` and `chart.svg`, or with BENCH_OUTPUT=<name> (the
@@ -413,6 +432,9 @@ async fn idle_rounds(config: &Config, runs: &mut Runs) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    if std::env::var_os("BENCH_RENDER").is_some() {
+        return render_again();
+    }
     let config = Config::from_env();
     let raised = Limits::raised();
     progress(&format!(

@@ -64,7 +64,13 @@ async fn world(prefix: &str, count: usize) -> anyhow::Result<(AttacherWorld, Vec
         volumes.push((format!("{ns}-v-{i:05}"), volume_id?));
     }
     let pvs = world.pvs();
-    let objects: Vec<_> = volumes.iter().map(|(name, id)| world.csi_volume_object(name, id, None)).collect();
+    // Block PVs, as the backend volumes are made (`backend_volume`): the plugin refuses to publish a block volume
+    // for a mount.
+    let block = |mut pv: PersistentVolume| {
+        pv.spec.get_or_insert_with(Default::default).volume_mode = Some("Block".into());
+        pv
+    };
+    let objects: Vec<_> = volumes.iter().map(|(name, id)| block(world.csi_volume_object(name, id, None))).collect();
     let created: Vec<anyhow::Result<()>> = futures::stream::iter(objects)
         .map(|pv| {
             let pvs = pvs.clone();
@@ -167,7 +173,7 @@ async fn attached_already(world: &mut AttacherWorld, volumes: &[(String, String)
                 let request = csi_client::proto::ControllerPublishVolumeRequest {
                     volume_id,
                     node_id: PLUGIN_NODE_ID.into(),
-                    volume_capability: Some(mount_capability()),
+                    volume_capability: Some(block_capability()),
                     ..Default::default()
                 };
                 client.controller_publish_volume(request).await.context("publish")?;
@@ -198,10 +204,10 @@ async fn add_finalizer(pvs: &kube::Api<PersistentVolume>, pv: &str, finalizer: &
     Ok(())
 }
 
-fn mount_capability() -> csi_client::proto::VolumeCapability {
-    use csi_client::proto::volume_capability::{AccessMode, AccessType, MountVolume, access_mode::Mode};
+fn block_capability() -> csi_client::proto::VolumeCapability {
+    use csi_client::proto::volume_capability::{AccessMode, AccessType, BlockVolume, access_mode::Mode};
     csi_client::proto::VolumeCapability {
-        access_type: Some(AccessType::Mount(MountVolume { fs_type: "ext4".into(), ..Default::default() })),
+        access_type: Some(AccessType::Block(BlockVolume {})),
         access_mode: Some(AccessMode { mode: Mode::SingleNodeWriter as i32 }),
     }
 }

@@ -70,7 +70,7 @@ impl IdleWorld {
         let started = Instant::now();
         let env = [("POD_NAMESPACE", ns.name())];
         let process = scenario.start_with_env(name, &binary("csi-sidecars"), &flags, &env);
-        let ready = combined_ready(&process, 2, started).await?;
+        let ready = combined_ready(&process, &[Kind::Provisioner, Kind::Resizer], started).await?;
         Ok((process, ready))
     }
 

@@ -95,7 +95,7 @@ impl ScaleWorld {
         let started = Instant::now();
         let env = [("POD_NAMESPACE", ns.name())];
         let mut process = scenario.start_with_env("scale-combined", &binary("csi-sidecars"), &flags, &env);
-        let ready = combined_ready(&process, 3, started).await?;
+        let ready = combined_ready(&process, &[Kind::Provisioner, Kind::Resizer, Kind::Snapshotter], started).await?;
         tokio::time::sleep(SETTLE).await;
         Ok(measured(&mut process, ready, self.objects))
     }

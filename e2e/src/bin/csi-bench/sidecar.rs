@@ -177,17 +177,29 @@ fn ready_markers(side: Side, kind: Kind) -> &'static [&'static str] {
     }
 }
 
+/// How many of our loops a sidecar runs, each saying once that its caches are filled: csi-snapshotter two (contents,
+/// and group contents: group snapshots are on by default, as in external-snapshotter v8.7), the others one. Ready is
+/// when the last has said it: at 50,000 contents the group loop (no group contents) said it at 0.1 s, the content
+/// loop seconds later.
+fn our_loops(kind: Kind) -> usize {
+    if kind == Kind::Snapshotter { 2 } else { 1 }
+}
+
 /// Waits until `process` (the `kind` sidecar of `side`) says its caches are filled; returns how long that took from
 /// `started`.
 pub async fn ready(process: &Process, side: Side, kind: Kind, started: Instant) -> anyhow::Result<Duration> {
+    if side == Side::Ours {
+        return combined_ready(process, &[kind], started).await;
+    }
     wait_for_markers(process, started, |log| ready_markers(side, kind).iter().all(|marker| log.contains(marker))).await
 }
 
-/// Waits until our combined process says the caches of all its `sidecars` are filled (each sidecar's loop says it
-/// once); returns how long that took from `started`.
-pub async fn combined_ready(process: &Process, sidecars: usize, started: Instant) -> anyhow::Result<Duration> {
+/// Waits until our process running the sidecars `kinds` (one, or several in `csi-sidecars`) says the caches of every
+/// loop are filled; returns how long that took from `started`.
+pub async fn combined_ready(process: &Process, kinds: &[Kind], started: Instant) -> anyhow::Result<Duration> {
     let marker = ready_markers(Side::Ours, Kind::Provisioner)[0];
-    wait_for_markers(process, started, |log| log.matches(marker).count() >= sidecars).await
+    let loops: usize = kinds.iter().map(|kind| our_loops(*kind)).sum();
+    wait_for_markers(process, started, |log| log.matches(marker).count() >= loops).await
 }
 
 async fn wait_for_markers(

@@ -25,7 +25,7 @@ use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::bound::{backend_volume, plugin_client};
+use crate::bound::{backend_volume, block_capability, plugin_client};
 use crate::limiter::bare_client;
 use crate::measure::{Measure, Watched, latencies};
 use crate::progress;
@@ -202,14 +202,6 @@ async fn add_finalizer(pvs: &kube::Api<PersistentVolume>, pv: &str, finalizer: &
         serde_json::from_value(json!([{"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}]))?;
     pvs.patch(pv, &PatchParams::default(), &Patch::<()>::Json(add)).await.context("PV finalizer")?;
     Ok(())
-}
-
-fn block_capability() -> csi_client::proto::VolumeCapability {
-    use csi_client::proto::volume_capability::{AccessMode, AccessType, BlockVolume, access_mode::Mode};
-    csi_client::proto::VolumeCapability {
-        access_type: Some(AccessType::Block(BlockVolume {})),
-        access_mode: Some(AccessMode { mode: Mode::SingleNodeWriter as i32 }),
-    }
 }
 
 /// One round of `attach_during_detach_burst` for `side` at `limits`.

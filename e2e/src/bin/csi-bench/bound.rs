@@ -120,18 +120,22 @@ pub async fn plugin_client(socket: &std::path::Path) -> anyhow::Result<CsiClient
     Ok(CsiClient::new(&connection, Duration::from_secs(30), OperationMetrics::default()))
 }
 
-/// A 1Gi single-node block volume named `name`; its id.
-pub async fn backend_volume(client: &CsiClient, name: String) -> anyhow::Result<String> {
-    let capability = proto::VolumeCapability {
+/// Single-node writer, block: how the bench's backend volumes are made, and so how they are published.
+pub fn block_capability() -> proto::VolumeCapability {
+    proto::VolumeCapability {
         access_type: Some(volume_capability::AccessType::Block(volume_capability::BlockVolume {})),
         access_mode: Some(volume_capability::AccessMode {
             mode: volume_capability::access_mode::Mode::SingleNodeWriter as i32,
         }),
-    };
+    }
+}
+
+/// A 1Gi single-node block volume named `name`; its id.
+pub async fn backend_volume(client: &CsiClient, name: String) -> anyhow::Result<String> {
     let request = proto::CreateVolumeRequest {
         name: name.clone(),
         capacity_range: Some(proto::CapacityRange { required_bytes: 1 << 30, limit_bytes: 0 }),
-        volume_capabilities: vec![capability],
+        volume_capabilities: vec![block_capability()],
         ..Default::default()
     };
     let created = client.create_volume(request).await.with_context(|| format!("CreateVolume {name}"))?;

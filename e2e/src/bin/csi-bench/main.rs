@@ -13,6 +13,7 @@ mod limiter;
 mod measure;
 mod modify;
 mod provision;
+mod quiet;
 mod scale;
 mod sidecar;
 mod snapshot;
@@ -57,7 +58,9 @@ pub fn counts_by_kind(counts: &BTreeMap<(String, String), usize>) -> BTreeMap<St
 }
 
 /// Sizes (objects per round) and rounds, from BENCH_* variables; at upstream's default limits (5 requests/s) a
-/// round takes about a second per claim per side, so those rounds are smaller.
+/// round takes about a second per claim per side, so those rounds are smaller. One round by default: every scenario,
+/// the attacher's included, in under 25 minutes (two took 22 minutes without the attacher's); BENCH_ROUNDS=2 runs
+/// each again with the other side first.
 struct Config {
     scenarios: Vec<String>,
     rounds: usize,
@@ -84,7 +87,7 @@ impl Config {
         });
         Config {
             scenarios: scenarios.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
-            rounds: env_number("BENCH_ROUNDS", 2),
+            rounds: env_number("BENCH_ROUNDS", 1),
             attach: (env_number("BENCH_ATTACHMENTS_AT_DEFAULT_LIMITS", 50), env_number("BENCH_ATTACHMENTS", 1000)),
             burst: (
                 attach::Burst {
@@ -396,6 +399,7 @@ async fn idle_rounds(config: &Config, runs: &mut Runs) {
         Ok(class) => class,
         Err(err) => return progress(&format!("idle: FAILED: {err:#}")),
     };
+    quiet::settle().await;
     for round in 1..=config.rounds {
         for limits in &[Limits::DEFAULT, Limits::raised()] {
             let step = |scenario: &str, who: &str| {

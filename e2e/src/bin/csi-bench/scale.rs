@@ -3,13 +3,14 @@
 //! one claim each (the resizer's in-use check caches every pod that has not terminated), and as many ready
 //! VolumeSnapshotContents of the driver (csi-snapshotter caches every content) are written once; then
 //! - `idle_scale`, `idle_scale_resizer`, `idle_scale_snapshotter`: each sidecar started among them, its time until
-//!   its caches are filled and its peak RSS a few seconds later; `idle_scale_combined` (ours only):
+//!   its caches are filled and its peak RSS a few seconds later, each start on a quiet control plane ([`crate::quiet::settle`]),
+//!   a kind's two sides back to back; `idle_scale_combined` (ours only):
 //!   `csi-sidecars --sidecars=provisioner,resizer,snapshotter`, one process whose sidecars share their caches;
 //! - `provision_scale` (raised limits): BENCH_SCALE_CLAIMS (1,000) new claims provisioned among them with the
 //!   provisioner and the resizer running, as `provision_cached` does (two processes, or ours as one).
 //!
-//! The note of the run (`scale_world` in the results): the seconds it took to write each kind, and the control
-//! plane's own memory (kube-apiserver's and etcd's RSS) once everything is written.
+//! The note of the run (`scale_world` in the results): the seconds it took to write each kind, the control plane's
+//! own memory (kube-apiserver's and etcd's RSS) once everything is written, and how long it then took to go quiet.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -175,15 +176,13 @@ async fn write_contents(world: &DriverWorld, objects: usize) -> anyhow::Result<(
     written.into_iter().collect()
 }
 
-/// kube-apiserver's and etcd's resident memory in MiB (from the cluster's pid files).
+/// kube-apiserver's and etcd's resident memory in MiB.
 fn control_plane_rss() -> Vec<(String, f64)> {
-    let kubeconfig = csi_sidecars_e2e::Cluster::shared().kubeconfig();
-    let pids = kubeconfig.with_file_name("pids");
-    ["kube-apiserver", "etcd"]
+    crate::quiet::control_plane()
         .into_iter()
-        .filter_map(|process| {
-            let pid = std::fs::read_to_string(pids.join(format!("{process}.pid"))).ok()?;
-            let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).ok()?;
+        .filter(|(process, _)| *process != "kube-controller-manager")
+        .filter_map(|(process, pid)| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
             let kib: f64 = status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
             Some((process.replace('-', "_"), kib / 1024.0))
         })
@@ -206,16 +205,18 @@ pub async fn scale_round(objects: usize, claims: usize, runs: &mut Runs) -> Opti
         ("idle_scale_resizer", Kind::Resizer),
         ("idle_scale_snapshotter", Kind::Snapshotter),
     ];
-    for side in sides(1) {
-        for (scenario, kind) in kinds {
+    world.note.insert("settle_s".into(), crate::quiet::settle().await);
+    // Each kind's two sides back to back, the side that goes first alternating, each on a quiet control plane.
+    for (round, (scenario, kind)) in (1..).zip(kinds) {
+        for side in sides(round) {
             progress(&format!("{scenario}: {} among {objects} of each", side.name()));
+            crate::quiet::settle().await;
             runs.record(scenario, side.name(), &limits, world.run(kind, side, &limits).await);
         }
-        if side == Side::Ours {
-            progress("idle_scale_combined: ours, provisioner, resizer and snapshotter in one process");
-            runs.record("idle_scale_combined", side.name(), &limits, world.run_combined(&limits).await);
-        }
     }
+    progress("idle_scale_combined: ours, provisioner, resizer and snapshotter in one process");
+    crate::quiet::settle().await;
+    runs.record("idle_scale_combined", Side::Ours.name(), &limits, world.run_combined(&limits).await);
     let raised = Limits::raised();
     match world.idle.provisioning_class().await {
         Ok(class) => {

@@ -92,7 +92,7 @@ impl IdleWorld {
                 (vec![provisioner, resizer], vec![self.provisioner.username().to_string(), resizer_user])
             }
             Setup::Combined => {
-                let (process, _) = self.start_combined(&label, limits).await?;
+                let (process, _) = self.start_combined(&label, limits, &[Kind::Provisioner, Kind::Resizer]).await?;
                 (vec![process], vec![self.combined.username().to_string()])
             }
         };

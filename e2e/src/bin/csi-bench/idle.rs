@@ -1,7 +1,9 @@
 //! `idle` (csi-provisioner) and `idle_resizer`: a sidecar started among N Bound claims and PVs that need nothing;
 //! its time until its caches are filled (as its log says) and its peak RSS a few seconds later:
 //! what caching every claim and PV costs. `idle_combined`: ours only, `csi-sidecars --sidecars=provisioner,resizer`
-//! the same way, one process whose claim and PV caches the two share, against the sum of the two above.
+//! the same way, one process whose claim and PV caches the two share, against the sum of the two above;
+//! `idle_combined_all`: the same with the snapshotter too (no snapshot contents among the objects: what its loops
+//! and its content caches cost on their own).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 use csi_sidecars_e2e::bench::{ProcSample, Run};
 use csi_sidecars_e2e::driver_world::DriverWorld;
 use csi_sidecars_e2e::resizer_world::ResizerWorld;
-use csi_sidecars_e2e::{Process, Rules, Sidecar, SidecarIdentity, binary};
+use csi_sidecars_e2e::{Process, Rules, Sidecar, SidecarIdentity, binary, install_snapshot_crds};
 
 use crate::progress;
 use crate::sidecar::{Kind, Limits, Side, Start, args, combined_ready};
@@ -23,6 +25,8 @@ pub struct IdleWorld {
     pub provisioner: SidecarIdentity,
     /// The ServiceAccount of the combined process: the provisioner's and the resizer's rules together.
     pub combined: SidecarIdentity,
+    /// The ServiceAccount of `csi-sidecars --sidecars=provisioner,resizer,snapshotter`.
+    pub combined_all: SidecarIdentity,
     pub objects: usize,
 }
 
@@ -35,10 +39,13 @@ impl IdleWorld {
         progress(&format!("  {objects} Bound claims and PVs made in {:.1} s", started.elapsed().as_secs_f64()));
         let provisioner =
             SidecarIdentity::create(&world.client, world.ns(), Sidecar::Provisioner, world.scenario.dir()).await;
+        let (client, ns, dir) = (&world.client, world.ns(), world.scenario.dir());
         let union = Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer]);
-        let combined =
-            SidecarIdentity::with_rules(&world.client, world.ns(), "csi-sidecars", union, world.scenario.dir()).await;
-        Ok(IdleWorld { world, provisioner, combined, objects })
+        let combined = SidecarIdentity::with_rules(client, ns, "csi-sidecars", union, dir).await;
+        install_snapshot_crds(client).await;
+        let union = Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter]);
+        let combined_all = SidecarIdentity::with_rules(client, ns, "csi-sidecars-all", union, dir).await;
+        Ok(IdleWorld { world, provisioner, combined, combined_all, objects })
     }
 
     /// One sidecar of `kind` for `side` at `limits`, started and measured.
@@ -49,28 +56,36 @@ impl IdleWorld {
         Ok(measured(&mut process, ready, self.objects))
     }
 
-    /// Ours only: the provisioner and the resizer in one `csi-sidecars` process, with the flags each gets alone.
-    pub async fn run_combined(&mut self, limits: &Limits) -> anyhow::Result<Run> {
-        let (mut process, ready) = self.start_combined(&format!("combined-{}", limits.name), limits).await?;
+    /// Ours only: the sidecars `kinds` (the provisioner and the resizer, or those and the snapshotter) in one
+    /// `csi-sidecars` process, with the flags each gets alone.
+    pub async fn run_combined(&mut self, name: &str, limits: &Limits, kinds: &[Kind]) -> anyhow::Result<Run> {
+        let (mut process, ready) = self.start_combined(name, limits, kinds).await?;
         tokio::time::sleep(SETTLE).await;
         Ok(measured(&mut process, ready, self.objects))
     }
 
-    /// `csi-sidecars --sidecars=provisioner,resizer` under the log name `name`, as the combined ServiceAccount, with
-    /// the flags each of the two gets alone; the process once both say their caches are filled, and how long that
-    /// took.
-    pub async fn start_combined(&mut self, name: &str, limits: &Limits) -> anyhow::Result<(Process, Duration)> {
-        let IdleWorld { world, combined, .. } = self;
+    /// `csi-sidecars --sidecars=<kinds>` (the provisioner and the resizer, or those and the snapshotter) under the
+    /// log name `name`, as the combined ServiceAccount of those sidecars, with the flags each gets alone; the process
+    /// once every loop says its caches are filled, and how long that took.
+    pub async fn start_combined(
+        &mut self,
+        name: &str,
+        limits: &Limits,
+        kinds: &[Kind],
+    ) -> anyhow::Result<(Process, Duration)> {
+        let IdleWorld { world, combined, combined_all, .. } = self;
+        let identity = if kinds.contains(&Kind::Snapshotter) { combined_all } else { combined };
         let DriverWorld { scenario, socket, ns, .. } = &mut world.base;
-        let mut flags = vec!["--sidecars=provisioner,resizer".to_string()];
-        flags.extend(args(Kind::Provisioner, limits, socket, combined.kubeconfig_flag()));
+        let sidecars: Vec<&str> = kinds.iter().map(|kind| kind.sidecar_name()).collect();
+        let mut flags = vec![format!("--sidecars={}", sidecars.join(","))];
+        flags.extend(args(Kind::Provisioner, limits, socket, identity.kubeconfig_flag()));
         if let Some(workers) = limits.workers {
             flags.push(format!("--workers={workers}"));
         }
         let started = Instant::now();
         let env = [("POD_NAMESPACE", ns.name())];
         let process = scenario.start_with_env(name, &binary("csi-sidecars"), &flags, &env);
-        let ready = combined_ready(&process, &[Kind::Provisioner, Kind::Resizer], started).await?;
+        let ready = combined_ready(&process, kinds, started).await?;
         Ok((process, ready))
     }
 

@@ -206,6 +206,10 @@ fn sides(round: usize) -> [Side; 2] {
     if round % 2 == 1 { [Side::Ours, Side::Upstream] } else { [Side::Upstream, Side::Ours] }
 }
 
+/// The sidecars of `idle_combined_all` and `idle_scale_combined`: one process with everything a controller pod runs
+/// that caches claims, PVs, pods or contents.
+const ALL_THREE: [Kind; 3] = [Kind::Provisioner, Kind::Resizer, Kind::Snapshotter];
+
 const KNOWN: &str = "provision, expand, modify, snapshot, group, idle, scale, attach, attach_during_detach_burst";
 
 type RoundFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<Run>> + 'a>>;
@@ -411,8 +415,12 @@ async fn idle_rounds(config: &Config, runs: &mut Runs) {
                     runs.record(scenario, side.name(), limits, world.run(kind, side, limits).await);
                 }
                 if side == Side::Ours {
-                    step("idle_combined", "ours");
-                    runs.record("idle_combined", side.name(), limits, world.run_combined(limits).await);
+                    let pair = [Kind::Provisioner, Kind::Resizer];
+                    for (scenario, kinds) in [("idle_combined", &pair[..]), ("idle_combined_all", &ALL_THREE[..])] {
+                        step(scenario, "ours");
+                        let name = format!("{scenario}-{}", limits.name);
+                        runs.record(scenario, side.name(), limits, world.run_combined(&name, limits, kinds).await);
+                    }
                 }
             }
             if limits.limiter_bound() {

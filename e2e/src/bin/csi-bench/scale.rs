@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use csi_sidecars_e2e::bench::Run;
 use csi_sidecars_e2e::driver_world::DriverWorld;
-use csi_sidecars_e2e::{Rules, Sidecar, SidecarIdentity, binary, install_snapshot_crds};
+use csi_sidecars_e2e::{Sidecar, SidecarIdentity};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::Api;
@@ -27,7 +27,7 @@ use snapshot_api::VolumeSnapshotContent;
 
 use crate::cached::Setup;
 use crate::idle::{IdleWorld, measured};
-use crate::sidecar::{Kind, Limits, Side, Start, args, combined_ready};
+use crate::sidecar::{Kind, Limits, Side, Start};
 use crate::tracker::CREATORS;
 use crate::{Runs, progress, sides};
 
@@ -40,8 +40,6 @@ const CONTENT_LABEL: &str = "bench.csi-sidecars/scale";
 pub struct ScaleWorld {
     idle: IdleWorld,
     snapshotter: SidecarIdentity,
-    /// The ServiceAccount of `csi-sidecars --sidecars=provisioner,resizer,snapshotter`.
-    combined: SidecarIdentity,
     objects: usize,
     /// Seconds to write each kind, and the control plane's RSS in MiB once written.
     pub note: BTreeMap<String, f64>,
@@ -53,7 +51,6 @@ impl ScaleWorld {
         let idle = IdleWorld::new(objects).await?;
         let mut note = BTreeMap::from([("claims_and_pvs_write_s".to_string(), started.elapsed().as_secs_f64())]);
         let base = &idle.world.base;
-        install_snapshot_crds(&base.client).await;
         let started = Instant::now();
         write_pods(base, objects).await?;
         note.insert("pods_write_s".into(), started.elapsed().as_secs_f64());
@@ -68,9 +65,7 @@ impl ScaleWorld {
         }
         let (client, ns, dir) = (&base.client, base.ns(), base.scenario.dir());
         let snapshotter = SidecarIdentity::create(client, ns, Sidecar::Snapshotter, dir).await;
-        let union = Rules::union(&[Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter]);
-        let combined = SidecarIdentity::with_rules(client, ns, "csi-sidecars-all", union, dir).await;
-        Ok(ScaleWorld { idle, snapshotter, combined, objects, note })
+        Ok(ScaleWorld { idle, snapshotter, objects, note })
     }
 
     /// One sidecar of `kind` for `side`, started among the objects and measured.
@@ -90,13 +85,7 @@ impl ScaleWorld {
 
     /// Ours only: the three sidecars in one process.
     async fn run_combined(&mut self, limits: &Limits) -> anyhow::Result<Run> {
-        let DriverWorld { scenario, socket, ns, .. } = &mut self.idle.world.base;
-        let mut flags = vec!["--sidecars=provisioner,resizer,snapshotter".to_string()];
-        flags.extend(args(Kind::Provisioner, limits, socket, self.combined.kubeconfig_flag()));
-        let started = Instant::now();
-        let env = [("POD_NAMESPACE", ns.name())];
-        let mut process = scenario.start_with_env("scale-combined", &binary("csi-sidecars"), &flags, &env);
-        let ready = combined_ready(&process, &[Kind::Provisioner, Kind::Resizer, Kind::Snapshotter], started).await?;
+        let (mut process, ready) = self.idle.start_combined("scale-combined", limits, &crate::ALL_THREE).await?;
         tokio::time::sleep(SETTLE).await;
         Ok(measured(&mut process, ready, self.objects))
     }

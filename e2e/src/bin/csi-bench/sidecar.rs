@@ -46,6 +46,11 @@ impl Kind {
         }
     }
 
+    /// Its name in `csi-sidecars --sidecars`: the binary's without `csi-` (snapshot-controller is none of them).
+    pub fn sidecar_name(self) -> &'static str {
+        self.binary_name().trim_start_matches("csi-")
+    }
+
     /// The flag that sets the number of workers (the same in both implementations).
     fn workers_flag(self) -> &'static str {
         match self {
@@ -274,5 +279,23 @@ impl Start<'_> {
         let process = scenario.start_with_env(name, &binary, &args, &[("POD_NAMESPACE", self.namespace)]);
         let took = ready(&process, side, kind, started).await?;
         Ok((process, took))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sidecar_names_are_those_csi_sidecars_takes() {
+        let cases = [
+            (Kind::Provisioner, "provisioner"),
+            (Kind::Resizer, "resizer"),
+            (Kind::Snapshotter, "snapshotter"),
+            (Kind::Attacher, "attacher"),
+        ];
+        for (kind, name) in cases {
+            assert_eq!(kind.sidecar_name(), name);
+        }
     }
 }

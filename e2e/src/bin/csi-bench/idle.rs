@@ -6,6 +6,7 @@
 //! and its content caches cost on their own).
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use csi_sidecars_e2e::bench::{ProcSample, Run};
@@ -51,17 +52,17 @@ impl IdleWorld {
     /// One sidecar of `kind` for `side` at `limits`, started and measured.
     pub async fn run(&mut self, kind: Kind, side: Side, limits: &Limits) -> anyhow::Result<Run> {
         let name = format!("{}-{}", side.name(), limits.name);
-        let (mut process, ready) = self.start_one(&name, kind, side, limits).await?;
+        let (mut process, started) = startup(self.start_one(&name, kind, side, limits)).await?;
         tokio::time::sleep(SETTLE).await;
-        Ok(measured(&mut process, ready, self.objects))
+        Ok(measured(&mut process, &started, self.objects))
     }
 
     /// Ours only: the sidecars `kinds` (the provisioner and the resizer, or those and the snapshotter) in one
     /// `csi-sidecars` process, with the flags each gets alone.
     pub async fn run_combined(&mut self, name: &str, limits: &Limits, kinds: &[Kind]) -> anyhow::Result<Run> {
-        let (mut process, ready) = self.start_combined(name, limits, kinds).await?;
+        let (mut process, started) = startup(self.start_combined(name, limits, kinds)).await?;
         tokio::time::sleep(SETTLE).await;
-        Ok(measured(&mut process, ready, self.objects))
+        Ok(measured(&mut process, &started, self.objects))
     }
 
     /// `csi-sidecars --sidecars=<kinds>` (the provisioner and the resizer, or those and the snapshotter) under the
@@ -106,16 +107,43 @@ impl IdleWorld {
     }
 }
 
+/// A sidecar's start until its caches were filled: how long it took, and the CPU seconds the sidecar and the control
+/// plane (kube-apiserver, etcd, kube-controller-manager) spent meanwhile: who did the work of its lists.
+pub struct Startup {
+    pub ready: Duration,
+    pub sidecar_cpu_s: Option<f64>,
+    pub control_plane_cpu_s: f64,
+}
+
+/// Runs `start` (a sidecar's start until ready) and measures it as [`Startup`].
+pub async fn startup(
+    start: impl Future<Output = anyhow::Result<(Process, Duration)>>,
+) -> anyhow::Result<(Process, Startup)> {
+    let before = crate::quiet::control_plane_ticks();
+    let (process, ready) = start.await?;
+    let seconds = |ticks: u64| ticks as f64 / crate::ticks() as f64;
+    let control_plane_cpu_s = seconds(crate::quiet::control_plane_ticks().saturating_sub(before));
+    let sidecar_cpu_s = ProcSample::of(process.pid()).map(|sample| seconds(sample.cpu_ticks));
+    Ok((process, Startup { ready, sidecar_cpu_s, control_plane_cpu_s }))
+}
+
 /// The process's peak RSS after it settled, then stopped.
-pub fn measured(process: &mut Process, ready: Duration, objects: usize) -> Run {
+pub fn measured(process: &mut Process, startup: &Startup, objects: usize) -> Run {
     let sample = ProcSample::of(process.pid());
     process.terminate();
-    progress(&format!("  ready after {:.2} s, peak RSS {:?} KiB", ready.as_secs_f64(), sample.map(|s| s.peak_rss_kib)));
-    Run {
-        objects,
-        seconds: ready.as_secs_f64(),
-        peak_rss_kib: sample.map(|s| s.peak_rss_kib),
-        details: BTreeMap::from([("ready_s".to_string(), ready.as_secs_f64())]),
-        ..Default::default()
+    let ready = startup.ready.as_secs_f64();
+    progress(&format!(
+        "  ready after {ready:.2} s (CPU s until then: sidecar {:.2}, control plane {:.2}), peak RSS {:?} KiB",
+        startup.sidecar_cpu_s.unwrap_or_default(),
+        startup.control_plane_cpu_s,
+        sample.map(|s| s.peak_rss_kib)
+    ));
+    let mut details = BTreeMap::from([
+        ("ready_s".to_string(), ready),
+        ("control_plane_cpu_to_ready_s".to_string(), startup.control_plane_cpu_s),
+    ]);
+    if let Some(cpu) = startup.sidecar_cpu_s {
+        details.insert("cpu_to_ready_s".to_string(), cpu);
     }
+    Run { objects, seconds: ready, peak_rss_kib: sample.map(|s| s.peak_rss_kib), details, ..Default::default() }
 }

@@ -20,6 +20,11 @@ pub fn control_plane() -> Vec<(&'static str, u32)> {
         .collect()
 }
 
+/// The CPU time the control plane's processes have used so far, in clock ticks.
+pub fn control_plane_ticks() -> u64 {
+    control_plane().iter().filter_map(|(_, pid)| ProcSample::of(*pid)).map(|s| s.cpu_ticks).sum()
+}
+
 /// The share of one core the control plane may use in one [`WINDOW`] for it to count as quiet.
 const QUIET_CORES: f64 = 0.15;
 const WINDOW: Duration = Duration::from_secs(1);
@@ -48,15 +53,11 @@ fn settled(used: f64, busy_seen: bool, waited: Duration) -> bool {
 /// waited.
 pub async fn settle() -> f64 {
     let started = Instant::now();
-    let ticks = |processes: &[(&str, u32)]| -> u64 {
-        processes.iter().filter_map(|(_, pid)| ProcSample::of(*pid)).map(|s| s.cpu_ticks).sum()
-    };
-    let processes = control_plane();
     let mut busy_seen = false;
     loop {
-        let (before, at) = (ticks(&processes), Instant::now());
+        let (before, at) = (control_plane_ticks(), Instant::now());
         tokio::time::sleep(WINDOW).await;
-        let used = cores_used(before, ticks(&processes), at.elapsed(), crate::ticks());
+        let used = cores_used(before, control_plane_ticks(), at.elapsed(), crate::ticks());
         if settled(used, busy_seen, started.elapsed()) {
             let waited = started.elapsed().as_secs_f64();
             let state = if used < QUIET_CORES { "quiet" } else { "still busy, going on" };

@@ -26,7 +26,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use snapshot_api::VolumeSnapshotContent;
 
 use crate::cached::Setup;
-use crate::idle::{IdleWorld, measured};
+use crate::idle::{IdleWorld, measured, startup};
 use crate::sidecar::{Kind, Limits, Side, Start};
 use crate::tracker::CREATORS;
 use crate::{Runs, progress, sides};
@@ -71,23 +71,24 @@ impl ScaleWorld {
     /// One sidecar of `kind` for `side`, started among the objects and measured.
     async fn run(&mut self, kind: Kind, side: Side, limits: &Limits) -> anyhow::Result<Run> {
         let name = format!("scale-{}-{}", side.name(), kind.binary_name());
-        let (mut process, ready) = match kind {
+        let (mut process, started) = match kind {
             Kind::Snapshotter => {
                 let DriverWorld { scenario, socket, ns, .. } = &mut self.idle.world.base;
                 let start = Start { socket, identity: &self.snapshotter, namespace: ns.name(), extra: &[] };
-                start.run(scenario, &name, side, kind, limits).await?
+                startup(start.run(scenario, &name, side, kind, limits)).await?
             }
-            _ => self.idle.start_one(&name, kind, side, limits).await?,
+            _ => startup(self.idle.start_one(&name, kind, side, limits)).await?,
         };
         tokio::time::sleep(SETTLE).await;
-        Ok(measured(&mut process, ready, self.objects))
+        Ok(measured(&mut process, &started, self.objects))
     }
 
     /// Ours only: the three sidecars in one process.
     async fn run_combined(&mut self, limits: &Limits) -> anyhow::Result<Run> {
-        let (mut process, ready) = self.idle.start_combined("scale-combined", limits, &crate::ALL_THREE).await?;
+        let (mut process, started) =
+            startup(self.idle.start_combined("scale-combined", limits, &crate::ALL_THREE)).await?;
         tokio::time::sleep(SETTLE).await;
-        Ok(measured(&mut process, ready, self.objects))
+        Ok(measured(&mut process, &started, self.objects))
     }
 
     /// Removes the cluster-scoped contents (the namespace takes the rest along).

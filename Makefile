@@ -1,7 +1,7 @@
 # csi-sidecars — see README.md.
 #   make build   release binaries into target/release
 #   make test    unit tests + csi-sanity + end-to-end tests against a real control plane, then on a real node
-#   make lint    rustfmt and clippy (warnings are errors), and the dependency audit (cargo-deny)
+#   make lint    rustfmt and clippy (warnings are errors), and the dependency audit (cargo-deny; ADVISORY_DB=DIR)
 #   make image   the sidecar images as an OCI archive in target/image (no container daemon), then its test
 #   make demo    the examples story by story on a local control plane (KEEP=1 leaves it running)
 #   make bench   ours against upstream's sidecars side by side (README, "Benchmarks"); not part of make test
@@ -139,6 +139,7 @@ demo: tools
 	$(CARGO) build --workspace --bins
 	$(CARGO) run --quiet -p $(E2E_PACKAGE) --bin demo
 
+# cargo-deny's advisories check reads ADVISORY_DB (default ../shared/advisory-db), offline (e2e/cargo-deny.sh).
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

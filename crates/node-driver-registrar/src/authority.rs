@@ -8,6 +8,11 @@
 //! A header block is HPACK-encoded against a table the client keeps in step with the server's. [`Rewriter`] decodes
 //! each block with the client's table and encodes it again with literals that add nothing to the server's table,
 //! so both tables stay consistent. Every other frame passes unchanged, and nothing is touched on the way back.
+//!
+//! What a client may make it hold is bounded by what the HTTP/2 server behind it (hyper's, under tonic) advertises
+//! and would refuse anyway: a frame larger than the maximum frame size, a header block whose fragments or decoded
+//! header list exceed the maximum header list size, or a table size update above the header table size closes the
+//! connection with a logged error before any of it is buffered or decoded further.
 
 use std::io;
 use std::pin::Pin;
@@ -25,8 +30,19 @@ const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
 const PADDED: u8 = 0x8;
 const PRIORITY: u8 = 0x20;
-/// The largest frame payload a peer must accept before it says otherwise (SETTINGS_MAX_FRAME_SIZE's initial value).
+/// The largest frame payload a peer must accept before it says otherwise (SETTINGS_MAX_FRAME_SIZE's initial value);
+/// hyper's server keeps it (hyper src/proto/h2/server.rs, `DEFAULT_MAX_FRAME_SIZE`), so a larger frame is refused.
 const MAX_FRAME: usize = 16_384;
+/// The header list size hyper's server advertises (SETTINGS_MAX_HEADER_LIST_SIZE, hyper src/proto/h2/server.rs):
+/// each field counts its name, its value and 32 bytes. It bounds a block's fragments as well: a sane encoder never
+/// makes a block longer than the list it encodes. (Go's http2 server allows 1 MiB, grpc-go's 16 MiB; the
+/// kubelet's registration calls need a few hundred bytes.)
+const MAX_HEADER_LIST: usize = 16_384;
+/// What HPACK counts for each field besides its name and value.
+const FIELD_OVERHEAD: usize = 32;
+/// SETTINGS_HEADER_TABLE_SIZE's initial value, which the server behind does not change: a client may not size its
+/// table above it (RFC 7541, dynamic table size update).
+const HEADER_TABLE_SIZE: usize = 4_096;
 /// The authority every request gets.
 pub const AUTHORITY: &[u8] = b"localhost";
 
@@ -44,11 +60,15 @@ pub struct Rewriter {
     input: Vec<u8>,
     open: Option<OpenBlock>,
     decoder: loona_hpack::Decoder<'static>,
+    /// Set by the first malformed or oversized input: the connection is done, and nothing more is read.
+    refused: bool,
 }
 
 impl Default for Rewriter {
     fn default() -> Self {
-        Rewriter { preface_left: PREFACE_LEN, input: Vec::new(), open: None, decoder: loona_hpack::Decoder::new() }
+        let mut decoder = loona_hpack::Decoder::new();
+        decoder.set_max_allowed_table_size(HEADER_TABLE_SIZE);
+        Rewriter { preface_left: PREFACE_LEN, input: Vec::new(), open: None, decoder, refused: false }
     }
 }
 
@@ -58,8 +78,22 @@ fn malformed(what: impl Into<String>) -> io::Error {
 
 impl Rewriter {
     /// Takes `bytes` as they arrived and returns what the server may read now: whole frames, rewritten where they
-    /// carry a header block; a frame cut short waits for the rest.
+    /// carry a header block; a frame cut short waits for the rest. After an error every call fails: the bytes
+    /// that follow a broken frame have no meaning.
     pub fn feed(&mut self, bytes: &[u8]) -> io::Result<Vec<u8>> {
+        if self.refused {
+            return Err(malformed("the connection was already refused"));
+        }
+        let fed = self.feed_frames(bytes);
+        if fed.is_err() {
+            self.refused = true;
+            self.input = Vec::new();
+            self.open = None;
+        }
+        fed
+    }
+
+    fn feed_frames(&mut self, bytes: &[u8]) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
         let mut bytes = bytes;
         if self.preface_left > 0 {
@@ -73,6 +107,9 @@ impl Rewriter {
         while self.input.len() - at >= FRAME_HEADER_LEN {
             let header = &self.input[at..at + FRAME_HEADER_LEN];
             let length = usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+            if length > MAX_FRAME {
+                return Err(malformed(format!("a frame of {length} bytes, above the maximum frame size {MAX_FRAME}")));
+            }
             if self.input.len() - at < FRAME_HEADER_LEN + length {
                 break;
             }
@@ -82,6 +119,11 @@ impl Rewriter {
             match (kind, self.open.take()) {
                 (HEADERS, None) => self.open_block(stream, flags, &payload, &mut out)?,
                 (CONTINUATION, Some(mut open)) if open.stream == stream => {
+                    if open.fragment.len() + payload.len() > MAX_HEADER_LIST {
+                        return Err(malformed(format!(
+                            "a header block continued past {MAX_HEADER_LIST} bytes, the maximum header list size"
+                        )));
+                    }
                     open.fragment.extend_from_slice(&payload);
                     self.finish_or_wait(open, flags, &mut out)?;
                 }
@@ -119,7 +161,21 @@ impl Rewriter {
             self.open = Some(open);
             return Ok(());
         }
-        let headers = self.decoder.decode(&open.fragment).map_err(|e| malformed(format!("header block: {e:?}")))?;
+        // Indexed fields make a short block decode into a long list: stop keeping fields past the bound.
+        let (mut headers, mut list_size) = (Vec::new(), 0usize);
+        self.decoder
+            .decode_with_cb(&open.fragment, |name, value| {
+                list_size = list_size.saturating_add(name.len() + value.len() + FIELD_OVERHEAD);
+                if list_size <= MAX_HEADER_LIST {
+                    headers.push((name.into_owned(), value.into_owned()));
+                }
+            })
+            .map_err(|e| malformed(format!("header block: {e:?}")))?;
+        if list_size > MAX_HEADER_LIST {
+            return Err(malformed(format!(
+                "a header list of {list_size} bytes, above the maximum header list size {MAX_HEADER_LIST}"
+            )));
+        }
         let block = encode_with_local_authority(&headers);
         write_header_frames(open.stream, open.end_stream, open.priority, &block, out);
         Ok(())
@@ -190,7 +246,9 @@ impl AsyncRead for LocalAuthority {
             if read.filled().is_empty() {
                 return Poll::Ready(Ok(())); // end of the stream
             }
-            this.ready = this.rewriter.feed(read.filled())?;
+            this.ready = this.rewriter.feed(read.filled()).inspect_err(|error| {
+                tracing::warn!(%error, "closing a connection to the registration socket: its HTTP/2 input was refused");
+            })?;
         }
         let n = this.ready.len().min(buf.remaining());
         buf.put_slice(&this.ready[..n]);
@@ -347,3 +405,7 @@ mod tests {
         assert!(Rewriter::default().feed(&bytes).is_err());
     }
 }
+
+#[cfg(test)]
+#[path = "authority_prop.rs"]
+mod prop_tests;

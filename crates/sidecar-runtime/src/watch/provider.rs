@@ -180,9 +180,17 @@ impl<K: Cached> SharedCache<K> {
     /// Applies one watch event to the cache and hands it to every subscriber, under one lock so that a subscriber
     /// joining meanwhile sees each change exactly once. A list's objects replace the cache's once it is complete,
     /// as kube-runtime's reflector store does; meanwhile readers see the cache as it was.
+    ///
+    /// A relist (after a 410 Gone, or a restarted watch) also reports what changed while no watch was open, as
+    /// client-go's `DeltaFIFO.Replace` does with `DeletedFinalStateUnknown`: an object the cache held that the new
+    /// list lacks is handed over as deleted, in its last known state, before `Listed`; an object listed under a
+    /// name the cache held for another uid (deleted and created again meanwhile) is handed over as the old one
+    /// deleted, then the new one applied.
     pub(super) fn apply(&self, event: &Event<K>) {
         let mut state = self.state();
         let state = &mut *state;
+        let listening = !state.active.is_empty();
+        let mut gone = Vec::new();
         let old = match event {
             Event::Apply(object) => self.cache.write().insert(Arc::new(object.slim())),
             Event::InitApply(object) => {
@@ -201,16 +209,42 @@ impl<K: Cached> SharedCache<K> {
                 None
             }
             Event::InitDone => {
-                *self.cache.write() = state.relisted.take().unwrap_or_default();
+                let relisted = state.relisted.take().unwrap_or_default();
+                let mut table = self.cache.write();
+                if listening {
+                    gone = vanished(&table, &relisted);
+                }
+                *table = relisted;
                 None
             }
         };
-        if !state.active.is_empty() {
+        if !gone.is_empty() {
+            tracing::info!(kind = %K::kind(&()), gone = gone.len(), "relisted: objects deleted while not watched");
+        }
+        if listening {
             let old = old.map(|held| K::read(&held));
+            // Listed under a name the cache held for another object: that one is gone.
+            let replaced = match (event, old.as_deref()) {
+                (Event::InitApply(object), Some(held)) if held.meta().uid != object.meta().uid => Some(held),
+                _ => None,
+            };
+            // Rebuilt one at a time, as a scan does: a relist may find many gone.
+            for held in &gone {
+                let object = K::read(held);
+                for (_, handler) in &mut state.active {
+                    handler(Change::Deleted(&object));
+                }
+            }
             for (_, handler) in &mut state.active {
                 match event {
                     Event::Apply(object) => handler(Change::Applied { old: old.clone(), object, listed: false }),
-                    Event::InitApply(object) => handler(Change::Applied { old: old.clone(), object, listed: true }),
+                    Event::InitApply(object) => match replaced {
+                        Some(held) => {
+                            handler(Change::Deleted(held));
+                            handler(Change::Applied { old: None, object, listed: true });
+                        }
+                        None => handler(Change::Applied { old: old.clone(), object, listed: true }),
+                    },
                     Event::Delete(object) => handler(Change::Deleted(object)),
                     Event::InitDone => handler(Change::Listed),
                     Event::Init => {}
@@ -230,6 +264,17 @@ impl<K: Cached> SharedCache<K> {
             _ => {}
         }
     }
+}
+
+/// What `held` holds that `relisted` has no object of the same namespace and name for.
+fn vanished<K: Cached>(held: &Table<K>, relisted: &Table<K>) -> Vec<Arc<K::Slim>> {
+    held.iter()
+        .filter(|object| {
+            let key = K::key(object);
+            relisted.get(key.namespace, key.name).is_none()
+        })
+        .cloned()
+        .collect()
 }
 
 /// Hands the whole cache to a subscriber as a complete list, one object rebuilt at a time.
@@ -422,6 +467,125 @@ mod tests {
         cache.unsubscribe(id);
         cache.apply(&Event::Apply(config_map("b")));
         assert_eq!(seen(&left), ["~a"]);
+    }
+
+    /// A complete list of `objects`, as a watch (re)starting delivers it.
+    fn list(cache: &SharedCache<ConfigMap>, objects: impl IntoIterator<Item = ConfigMap>) {
+        cache.apply(&Event::Init);
+        for object in objects {
+            cache.apply(&Event::InitApply(object));
+        }
+        cache.apply(&Event::InitDone);
+    }
+
+    /// A config map `name` of uid `uid` whose data `v` is `v`.
+    fn versioned(name: &str, uid: &str, v: &str) -> ConfigMap {
+        let mut map = config_map(name);
+        map.metadata.uid = Some(uid.into());
+        map.data = Some([("v".to_string(), v.to_string())].into());
+        map
+    }
+
+    /// What a subscriber saw, in order: `+name/uid=v` listed (`old` then `<uid=v`), `~name/uid=v` live,
+    /// `-name/uid=v` deleted, `listed`.
+    fn detailed_recorder() -> (Arc<Mutex<Vec<String>>>, Handler<ConfigMap>) {
+        fn show(map: &ConfigMap) -> String {
+            let v = map.data.as_ref().and_then(|d| d.get("v")).cloned().unwrap_or_default();
+            format!("{}/{}={v}", map.metadata.name.as_deref().unwrap(), map.metadata.uid.as_deref().unwrap_or("-"))
+        }
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let handler: Handler<ConfigMap> = Box::new(move |change| {
+            let entry = match change {
+                Change::Applied { old, object, listed } => {
+                    let old = old.map(|o| format!("<{}", show(&o))).unwrap_or_default();
+                    format!("{}{}{old}", if listed { "+" } else { "~" }, show(object))
+                }
+                Change::Deleted(object) => format!("-{}", show(object)),
+                Change::Listed => "listed".to_string(),
+            };
+            record.lock().unwrap().push(entry);
+        });
+        (seen, handler)
+    }
+
+    #[test]
+    fn a_relist_hands_over_as_deleted_what_went_while_nothing_was_watched() {
+        // (case, the cache before, the relist, what a subscriber sees of the relist, the cache after)
+        type Row = (&'static str, Vec<ConfigMap>, Vec<ConfigMap>, Vec<&'static str>, Vec<&'static str>);
+        let table: Vec<Row> = vec![
+            (
+                "one gone, one changed, one kept: the gone one in its last known state, before `listed`",
+                vec![versioned("a", "1", "2"), versioned("b", "2", "1"), versioned("c", "3", "1")],
+                vec![versioned("b", "2", "2"), versioned("c", "3", "1")],
+                vec!["+b/2=2<b/2=1", "+c/3=1<c/3=1", "-a/1=2", "listed"],
+                vec!["b/2=2", "c/3=1"],
+            ),
+            (
+                "deleted and created again under its name: the old one deleted, then the new one as new",
+                vec![versioned("a", "1", "1")],
+                vec![versioned("a", "9", "1")],
+                vec!["-a/1=1", "+a/9=1", "listed"],
+                vec!["a/9=1"],
+            ),
+            (
+                "everything gone",
+                vec![versioned("a", "1", "1"), versioned("b", "2", "1")],
+                vec![],
+                vec!["-a/1=1", "-b/2=1", "listed"],
+                vec![],
+            ),
+            (
+                "nothing gone",
+                vec![versioned("a", "1", "1")],
+                vec![versioned("a", "1", "1")],
+                vec!["+a/1=1<a/1=1", "listed"],
+                vec!["a/1=1"],
+            ),
+        ];
+        for (case, before, relist, want, after) in table {
+            let cache = Arc::new(SharedCache::<ConfigMap>::new(watcher::Config::default()));
+            let (log, handler) = detailed_recorder();
+            join(&cache, handler, true);
+            list(&cache, before);
+            let first_list = seen(&log).len();
+            // A 410 Gone: kube-runtime's watcher lists again.
+            list(&cache, relist);
+            let mut got = seen(&log)[first_list..].to_vec();
+            // The deletes of vanished objects (the run just before `listed`) come in the table's order.
+            let listed = got.len() - 1;
+            let gone = got[..listed].iter().rev().take_while(|entry| entry.starts_with('-')).count();
+            got[listed - gone..listed].sort();
+            assert_eq!(got, want, "{case}");
+            let mut held: Vec<String> = cache
+                .cache
+                .held_all()
+                .iter()
+                .map(|held| {
+                    let map = ConfigMap::read(held);
+                    let v = map.data.as_ref().and_then(|d| d.get("v")).cloned().unwrap_or_default();
+                    format!("{}/{}={v}", map.metadata.name.as_deref().unwrap(), map.metadata.uid.as_deref().unwrap())
+                })
+                .collect();
+            held.sort();
+            assert_eq!(held, after, "{case}: the cache holds the relist alone");
+        }
+    }
+
+    #[test]
+    fn only_subscribers_that_had_the_cache_get_the_deletes_of_a_relist() {
+        let cache = Arc::new(SharedCache::<ConfigMap>::new(watcher::Config::default()));
+        let (first, handler) = recorder();
+        join(&cache, handler, true);
+        list(&cache, [config_map("a")]);
+        cache.apply(&Event::Init);
+        // Joins during the relist: it never had `a`, and gets the new list whole at its end.
+        let (during, handler) = recorder();
+        join(&cache, handler, false);
+        cache.apply(&Event::InitApply(config_map("b")));
+        cache.apply(&Event::InitDone);
+        assert_eq!(seen(&first), ["+a", "listed", "+b", "-a", "listed"]);
+        assert_eq!(seen(&during), ["+b", "listed"]);
     }
 
     #[test]

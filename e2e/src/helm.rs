@@ -212,3 +212,20 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// The Pod Security Standard label of a namespace: what kube-apiserver's PodSecurity admission enforces on its pods.
+pub const POD_SECURITY_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+
+/// Labels `namespace` so that PodSecurity admission enforces `level` (`restricted`, `baseline` or `privileged`,
+/// latest version) on every pod created in it from now on.
+pub async fn enforce_pod_security(client: &kube::Client, namespace: &str, level: &str) {
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+    let labels = serde_json::json!({"metadata": {"labels": {
+        POD_SECURITY_ENFORCE: level,
+        "pod-security.kubernetes.io/enforce-version": "latest",
+    }}});
+    namespaces
+        .patch(namespace, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(labels))
+        .await
+        .unwrap_or_else(|e| panic!("labelling namespace {namespace} {POD_SECURITY_ENFORCE}={level}: {e}"));
+}

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use csi_sidecars_e2e::helm::{Chart, Release, container_args, documents, dry_run_apply, lint, on_this_host, template};
+use csi_sidecars_e2e::helm::{
+    Chart, Release, container_args, documents, dry_run_apply, enforce_pod_security, lint, on_this_host, template,
+};
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld, TIMEOUT};
 use csi_sidecars_e2e::{
     Cluster, account_kubeconfig, binary, free_port, install_snapshot_crds, policy_rule, try_http_get, wait_for,
@@ -13,7 +15,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[test]
 fn both_charts_lint_and_render_with_default_and_full_values() {
@@ -108,7 +110,7 @@ fn a_driver_its_sidecars_could_not_connect_to_is_refused_with_the_ways_out() {
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsUser"], 65532);
     let driver = pod["containers"].as_array().unwrap().iter().find(|c| c["name"] == "driver").unwrap();
-    assert!(driver.get("securityContext").is_none(), "the driver inherits the pod's user: {driver}");
+    assert!(driver["securityContext"]["runAsUser"].is_null(), "the driver inherits the pod's user: {driver}");
 
     let refused = rendered("Deployment", &["driver.securityContext.runAsUser=0"]).unwrap_err();
     assert!(refused.contains("the driver runs as user 0 and the sidecars as user 65532"), "{refused}");
@@ -121,6 +123,15 @@ fn a_driver_its_sidecars_could_not_connect_to_is_refused_with_the_ways_out() {
         ["driver.securityContext.runAsUser=0", "securityContext.runAsUser=0", "securityContext.runAsNonRoot=false"];
     rendered("Deployment", &root).unwrap();
     rendered("Deployment", &["driver.securityContext.runAsUser=0", "socket.reachableByOtherUsers=true"]).unwrap();
+    // driver.runAsRoot: the driver and the sidecars as root in one value.
+    let as_root = rendered("Deployment", &["driver.runAsRoot=true"]).unwrap();
+    let users: Vec<&Value> = as_root["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["securityContext"]["runAsUser"])
+        .collect();
+    assert_eq!(users, [0, 0, 0], "driver, csi-provisioner, csi-resizer");
     let combined = rendered("Deployment", &["mode=combined", "driver.securityContext.runAsUser=1000"]).unwrap_err();
     assert!(combined.contains("the driver runs as user 1000"), "{combined}");
 }
@@ -482,4 +493,321 @@ async fn the_combined_process_works_with_the_charts_args_under_the_charts_accoun
     let class = world.class("chart", &[], "Delete").await;
     world.claim("data", &class, None, "ReadWriteOnce").await;
     world.bound("data").await;
+}
+
+// ---- Pod Security ------------------------------------------------------------------------------------------------
+
+/// One rule of the "restricted" Pod Security Standard (kubernetes.io/docs/concepts/security/pod-security-standards,
+/// the baseline controls included): its name and what breaks it in a pod spec, one line per offending container.
+type PodRule = (&'static str, fn(&Value) -> Vec<String>);
+
+/// The pod's containers of every kind (init, ephemeral and regular), as (name, container).
+fn every_container(pod: &Value) -> Vec<(String, &Value)> {
+    ["initContainers", "containers", "ephemeralContainers"]
+        .iter()
+        .flat_map(|kind| pod[*kind].as_array().into_iter().flatten())
+        .map(|c| (c["name"].as_str().unwrap_or("?").to_string(), c))
+        .collect()
+}
+
+/// The containers for which `breaks(container, its securityContext)` holds.
+fn containers_where(pod: &Value, breaks: impl Fn(&Value, &Value) -> bool) -> Vec<String> {
+    every_container(pod).into_iter().filter(|(_, c)| breaks(c, &c["securityContext"])).map(|(name, _)| name).collect()
+}
+
+/// A setting of the container's securityContext, else the pod's.
+fn effective<'a>(pod: &'a Value, security: &'a Value, key: &str) -> &'a Value {
+    if security[key].is_null() { &pod["securityContext"][key] } else { &security[key] }
+}
+
+const SAFE_SYSCTLS: [&str; 9] = [
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+];
+const RESTRICTED_VOLUMES: [&str; 9] = [
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "image",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+];
+
+const RESTRICTED: [PodRule; 16] = [
+    ("host namespaces", |pod| {
+        let shared = ["hostNetwork", "hostPID", "hostIPC"].into_iter().filter(|k| pod[*k] == true);
+        shared.map(|k| format!("pod: {k}")).collect()
+    }),
+    ("HostProcess", |pod| {
+        let host_process = |s: &Value| s["windowsOptions"]["hostProcess"] == true;
+        let mut found = containers_where(pod, |_, s| host_process(s));
+        found.extend(host_process(&pod["securityContext"]).then(|| "pod".to_string()));
+        found
+    }),
+    ("privileged containers", |pod| containers_where(pod, |_, s| s["privileged"] == true)),
+    ("host ports", |pod| {
+        containers_where(pod, |c, _| {
+            c["ports"].as_array().into_iter().flatten().any(|p| p["hostPort"].as_i64() > Some(0))
+        })
+    }),
+    ("AppArmor", |pod| {
+        let unconfined = |s: &Value| s["appArmorProfile"]["type"] == "Unconfined";
+        let mut found = containers_where(pod, |_, s| unconfined(s));
+        found.extend(unconfined(&pod["securityContext"]).then(|| "pod".to_string()));
+        found
+    }),
+    ("SELinux", |pod| {
+        let bad = |s: &Value| {
+            let options = &s["seLinuxOptions"];
+            let kind = options["type"].as_str().unwrap_or("");
+            !options["user"].is_null()
+                || !options["role"].is_null()
+                || !["", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"].contains(&kind)
+        };
+        let mut found = containers_where(pod, |_, s| bad(s));
+        found.extend(bad(&pod["securityContext"]).then(|| "pod".to_string()));
+        found
+    }),
+    ("/proc mount type", |pod| containers_where(pod, |_, s| !s["procMount"].is_null() && s["procMount"] != "Default")),
+    ("sysctls", |pod| {
+        let sysctls = pod["securityContext"]["sysctls"].as_array().cloned().unwrap_or_default();
+        let unsafe_ = sysctls.into_iter().filter(|s| !SAFE_SYSCTLS.contains(&s["name"].as_str().unwrap_or("")));
+        unsafe_.map(|s| format!("pod: {}", s["name"])).collect()
+    }),
+    ("hostPath volumes", |pod| {
+        let volumes = pod["volumes"].as_array().into_iter().flatten();
+        volumes.filter(|v| !v["hostPath"].is_null()).map(|v| format!("volume {}", v["name"])).collect()
+    }),
+    ("volume types", |pod| {
+        let volumes = pod["volumes"].as_array().into_iter().flatten();
+        let source = |v: &Value| v.as_object().into_iter().flatten().map(|(k, _)| k.clone()).find(|k| k != "name");
+        let other = volumes.filter(|v| !source(v).is_some_and(|k| RESTRICTED_VOLUMES.contains(&k.as_str())));
+        other.map(|v| format!("volume {}", v["name"])).collect()
+    }),
+    ("privilege escalation", |pod| containers_where(pod, |_, s| s["allowPrivilegeEscalation"] != false)),
+    ("running as non-root", |pod| {
+        containers_where(pod, |_, s| s["runAsNonRoot"] == false || effective(pod, s, "runAsNonRoot") != true)
+    }),
+    ("running as non-root user", |pod| {
+        let mut found = containers_where(pod, |_, s| s["runAsUser"] == 0);
+        found.extend((pod["securityContext"]["runAsUser"] == 0).then(|| "pod".to_string()));
+        found
+    }),
+    ("seccomp", |pod| {
+        let unconfined = pod["securityContext"]["seccompProfile"]["type"] == "Unconfined";
+        let mut found = containers_where(pod, |_, s| {
+            let kind = effective(pod, s, "seccompProfile")["type"].as_str().unwrap_or("");
+            !["RuntimeDefault", "Localhost"].contains(&kind)
+        });
+        found.extend(unconfined.then(|| "pod".to_string()));
+        found
+    }),
+    ("capabilities dropped", |pod| {
+        containers_where(pod, |_, s| !s["capabilities"]["drop"].as_array().into_iter().flatten().any(|d| d == "ALL"))
+    }),
+    ("capabilities added", |pod| {
+        containers_where(pod, |_, s| {
+            s["capabilities"]["add"].as_array().into_iter().flatten().any(|a| a != "NET_BIND_SERVICE")
+        })
+    }),
+];
+
+/// What in `pod` (a pod spec) breaks "restricted": (rule, offender) for each.
+fn restricted_violations(pod: &Value) -> Vec<(&'static str, String)> {
+    RESTRICTED.iter().flat_map(|(rule, breaks)| breaks(pod).into_iter().map(move |what| (*rule, what))).collect()
+}
+
+/// A pod spec meeting "restricted" with every setting on the container, for the rules' own table.
+fn restricted_pod() -> Value {
+    json!({
+        "containers": [{
+            "name": "c",
+            "ports": [{"containerPort": 8080}],
+            "securityContext": {
+                "runAsNonRoot": true, "runAsUser": 65532, "allowPrivilegeEscalation": false,
+                "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]},
+                "seccompProfile": {"type": "RuntimeDefault"}, "seLinuxOptions": {"type": "container_t"},
+                "procMount": "Default", "appArmorProfile": {"type": "RuntimeDefault"}
+            }
+        }],
+        "securityContext": {"sysctls": [{"name": "net.ipv4.tcp_syncookies", "value": "1"}]},
+        "volumes": [{"name": "socket", "emptyDir": {}}, {"name": "config", "configMap": {"name": "x"}}]
+    })
+}
+
+/// Sets `value` at the JSON `pointer` in `document`, making the objects on the way.
+fn set_at(document: &mut Value, pointer: &str, value: Value) {
+    let mut at = document;
+    for key in pointer.split('/').skip(1) {
+        at = match key.parse::<usize>() {
+            Ok(index) => &mut at[index],
+            Err(_) => {
+                if at.is_null() {
+                    *at = json!({});
+                }
+                &mut at[key]
+            }
+        };
+    }
+    *at = value;
+}
+
+#[test]
+fn each_restricted_rule_catches_what_breaks_it_and_nothing_else() {
+    assert_eq!(restricted_violations(&restricted_pod()), [], "the compliant pod");
+    // The same settings on the pod instead of the container meet the rules too.
+    let mut pod_level = restricted_pod();
+    let security = pod_level["containers"][0]["securityContext"].as_object_mut().unwrap();
+    security.remove("runAsNonRoot");
+    security.remove("seccompProfile");
+    pod_level["securityContext"]["runAsNonRoot"] = json!(true);
+    pod_level["securityContext"]["seccompProfile"] = json!({"type": "Localhost", "localhostProfile": "p.json"});
+    assert_eq!(restricted_violations(&pod_level), [], "pod-level settings");
+
+    // (the change, as a JSON pointer and a value; the rule it breaks)
+    let rows: [(&str, Value, &str); 21] = [
+        ("/hostNetwork", json!(true), "host namespaces"),
+        ("/hostPID", json!(true), "host namespaces"),
+        ("/containers/0/securityContext/windowsOptions", json!({"hostProcess": true}), "HostProcess"),
+        ("/containers/0/securityContext/privileged", json!(true), "privileged containers"),
+        ("/containers/0/ports/0/hostPort", json!(8080), "host ports"),
+        ("/containers/0/securityContext/appArmorProfile/type", json!("Unconfined"), "AppArmor"),
+        ("/containers/0/securityContext/seLinuxOptions/type", json!("spc_t"), "SELinux"),
+        ("/containers/0/securityContext/seLinuxOptions/user", json!("root"), "SELinux"),
+        ("/containers/0/securityContext/procMount", json!("Unmasked"), "/proc mount type"),
+        ("/securityContext/sysctls/0/name", json!("kernel.msgmax"), "sysctls"),
+        ("/volumes/1", json!({"name": "nfs", "nfs": {"server": "s", "path": "/"}}), "volume types"),
+        ("/containers/0/securityContext/allowPrivilegeEscalation", json!(true), "privilege escalation"),
+        ("/containers/0/securityContext/allowPrivilegeEscalation", Value::Null, "privilege escalation"),
+        ("/containers/0/securityContext/runAsNonRoot", json!(false), "running as non-root"),
+        ("/containers/0/securityContext/runAsNonRoot", Value::Null, "running as non-root"),
+        ("/containers/0/securityContext/runAsUser", json!(0), "running as non-root user"),
+        ("/containers/0/securityContext/seccompProfile/type", json!("Unconfined"), "seccomp"),
+        ("/containers/0/securityContext/seccompProfile", Value::Null, "seccomp"),
+        ("/containers/0/securityContext/capabilities/drop", json!(["NET_RAW"]), "capabilities dropped"),
+        ("/containers/0/securityContext/capabilities/add", json!(["SYS_ADMIN"]), "capabilities added"),
+        ("/containers/0/securityContext/capabilities/add", json!(["NET_BIND_SERVICE", "CHOWN"]), "capabilities added"),
+    ];
+    for (pointer, value, rule) in rows {
+        let mut pod = restricted_pod();
+        set_at(&mut pod, pointer, value.clone());
+        let rules: Vec<&str> = restricted_violations(&pod).into_iter().map(|(rule, _)| rule).collect();
+        assert_eq!(rules, [rule], "{pointer} = {value}");
+    }
+    // A hostPath volume breaks both volume rules.
+    let mut pod = restricted_pod();
+    pod["volumes"][1] = json!({"name": "host", "hostPath": {"path": "/"}});
+    let rules: Vec<&str> = restricted_violations(&pod).into_iter().map(|(rule, _)| rule).collect();
+    assert_eq!(rules, ["hostPath volumes", "volume types"]);
+}
+
+/// The pod spec of the `kind` (Deployment or DaemonSet) `chart` renders with `values` arguments.
+fn pod_spec(chart: Chart, kind: &str, values: &[String]) -> Value {
+    let rendered = template(chart, "r", "storage", values).unwrap_or_else(|e| panic!("{e}"));
+    let workload = documents(&rendered).into_iter().find(|d| d["kind"] == kind);
+    workload.unwrap_or_else(|| panic!("no {kind}"))["spec"]["template"]["spec"].clone()
+}
+
+fn sets(values: &[&str]) -> Vec<String> {
+    values.iter().flat_map(|v| ["--set".to_string(), v.to_string()]).collect()
+}
+
+/// The controller pods each chart renders, by (chart, label, values): defaults, full values, combined mode.
+fn controller_value_sets() -> Vec<(Chart, String, Vec<String>)> {
+    let mut sets_ = Vec::new();
+    for chart in Chart::ALL {
+        for (label, values) in chart.value_sets() {
+            sets_.push((chart, label.to_string(), values));
+        }
+    }
+    let every_sidecar = sets(&["snapshotter.enabled=true", "attacher.enabled=true"]);
+    sets_.push((Chart::CsiSidecars, "every sidecar".into(), every_sidecar.clone()));
+    sets_.push((Chart::CsiSidecars, "combined".into(), [&every_sidecar[..], &sets(&["mode=combined"])].concat()));
+    sets_
+}
+
+#[test]
+fn every_container_of_the_controller_pods_meets_restricted() {
+    for (chart, label, values) in controller_value_sets() {
+        let pod = pod_spec(chart, "Deployment", &values);
+        let containers = every_container(&pod).len();
+        let expected = match (chart, label.as_str()) {
+            (Chart::SnapshotController, _) => 1,
+            (Chart::CsiSidecars, "default values") => 3,
+            (Chart::CsiSidecars, "combined") => 2,
+            (Chart::CsiSidecars, _) => 5,
+        };
+        assert_eq!(containers, expected, "{} with {label}: the driver and sidecars", chart.name());
+        assert_eq!(restricted_violations(&pod), [], "{} with {label}", chart.name());
+    }
+}
+
+#[test]
+fn with_driver_run_as_root_the_controller_pod_does_not_meet_restricted() {
+    // The driver and, to reach its root-owned socket, the sidecars run as root; nothing else is loosened.
+    let pod = pod_spec(Chart::CsiSidecars, "Deployment", &sets(&["driver.runAsRoot=true"]));
+    let mut expected = Vec::new();
+    for rule in ["running as non-root", "running as non-root user"] {
+        for container in ["driver", "csi-provisioner", "csi-resizer"] {
+            expected.push((rule, container.to_string()));
+        }
+    }
+    assert_eq!(restricted_violations(&pod), expected);
+    // A driver that opens its socket to other users: only the driver runs as root.
+    let open = sets(&["driver.runAsRoot=true", "socket.reachableByOtherUsers=true"]);
+    let pod = pod_spec(Chart::CsiSidecars, "Deployment", &open);
+    assert_eq!(
+        restricted_violations(&pod),
+        [("running as non-root", "driver".to_string()), ("running as non-root user", "driver".to_string())]
+    );
+}
+
+#[test]
+fn the_node_pod_needs_privileged() {
+    let pod = pod_spec(Chart::CsiSidecars, "DaemonSet", &sets(&["node.enabled=true"]));
+    let rules: std::collections::BTreeSet<&str> = restricted_violations(&pod).into_iter().map(|(r, _)| r).collect();
+    // Beyond "baseline" too: a privileged container and hostPath volumes.
+    for rule in ["privileged containers", "hostPath volumes"] {
+        assert!(rules.contains(rule), "{rule}: {rules:?}");
+    }
+    // A node release alone renders no controller pod, so the two halves can go to namespaces of different levels.
+    let rendered =
+        template(Chart::CsiSidecars, "r", "storage", &sets(&["controller.enabled=false", "node.enabled=true"]))
+            .unwrap();
+    let kinds: Vec<String> = documents(&rendered).iter().map(|d| d["kind"].as_str().unwrap().to_string()).collect();
+    assert_eq!(kinds, ["ServiceAccount", "DaemonSet"]);
+}
+
+/// The pod of `chart`'s Deployment rendered with `values`, created with `--dry-run=server` in `namespace`.
+fn dry_run_pod(chart: Chart, namespace: &str, values: &[String]) -> Result<String, String> {
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod-security"},
+        "spec": pod_spec(chart, "Deployment", values),
+    });
+    dry_run_apply(namespace, &pod.to_string())
+}
+
+#[tokio::test]
+async fn the_api_server_admits_the_controller_pods_where_restricted_is_enforced() {
+    let client = Cluster::shared().client().await;
+    let ns = csi_sidecars_e2e::TestNamespace::create(&client, "chart-restricted").await;
+    enforce_pod_security(&client, ns.name(), "restricted").await;
+    for (chart, label, values) in controller_value_sets() {
+        dry_run_pod(chart, ns.name(), &values).unwrap_or_else(|e| panic!("{} with {label}: {e}", chart.name()));
+    }
+    // kube-apiserver's PodSecurity admission refuses what the rules above find, naming the same settings.
+    let refused = dry_run_pod(Chart::CsiSidecars, ns.name(), &sets(&["driver.runAsRoot=true"])).unwrap_err();
+    for expected in ["violates PodSecurity \"restricted:latest\"", "runAsNonRoot != true", "runAsUser=0"] {
+        assert!(refused.contains(expected), "{expected}: {refused}");
+    }
 }

@@ -83,7 +83,7 @@ timeout, gates and extraArgs with its prefix (--resizer.timeout=10s), so they st
     periodSeconds: 10
     timeoutSeconds: 5
   securityContext:
-    {{- toYaml $v.securityContext | nindent 4 }}
+    {{- include "csi-sidecars.sidecarSecurityContext" . | nindent 4 }}
   {{- with $v.combined.resources }}
   resources:
     {{- toYaml . | nindent 4 }}

@@ -80,6 +80,35 @@ app.kubernetes.io/component: node
 {{- end -}}
 
 {{/*
+The controller pod's securityContexts, as YAML. The driver's is driver.securityContext; the sidecars' is
+securityContext. driver.runAsRoot sets user and group 0 and runAsNonRoot false on the driver's, and on the sidecars'
+too unless socket.reachableByOtherUsers (a root driver's socket is only root's).
+*/}}
+{{- define "csi-sidecars.asRoot" -}}
+{{- $context := deepCopy (. | default dict) -}}
+{{- $_ := set $context "runAsUser" 0 -}}
+{{- $_ := set $context "runAsGroup" 0 -}}
+{{- $_ := set $context "runAsNonRoot" false -}}
+{{- toYaml $context -}}
+{{- end -}}
+
+{{- define "csi-sidecars.driverSecurityContext" -}}
+{{- if .Values.driver.runAsRoot -}}
+{{- include "csi-sidecars.asRoot" .Values.driver.securityContext -}}
+{{- else -}}
+{{- toYaml (.Values.driver.securityContext | default dict) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "csi-sidecars.sidecarSecurityContext" -}}
+{{- if and .Values.driver.runAsRoot (not .Values.socket.reachableByOtherUsers) -}}
+{{- include "csi-sidecars.asRoot" .Values.securityContext -}}
+{{- else -}}
+{{- toYaml (.Values.securityContext | default dict) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 A driver and sidecars run as different users cannot talk: connecting to a unix socket needs write permission on it,
 and a driver creates its socket with its umask (0755, only its own user may connect; a root driver's socket shuts out
 the sidecars' 65532). Rendering fails with the ways out, unless socket.reachableByOtherUsers says the driver opens
@@ -88,13 +117,13 @@ its socket to them. The users are the containers' runAsUser, else the pod's; an 
 {{- define "csi-sidecars.checkSocketReach" -}}
 {{- $v := .Values -}}
 {{- $pod := $v.podSecurityContext | default dict -}}
-{{- $driver := $v.driver.securityContext | default dict -}}
-{{- $sidecars := $v.securityContext | default dict -}}
+{{- $driver := include "csi-sidecars.driverSecurityContext" . | fromYaml -}}
+{{- $sidecars := include "csi-sidecars.sidecarSecurityContext" . | fromYaml -}}
 {{- $driverUser := "" -}}
 {{- if hasKey $driver "runAsUser" }}{{ $driverUser = toString $driver.runAsUser }}{{ else if hasKey $pod "runAsUser" }}{{ $driverUser = toString $pod.runAsUser }}{{ end -}}
 {{- $sidecarUser := "" -}}
 {{- if hasKey $sidecars "runAsUser" }}{{ $sidecarUser = toString $sidecars.runAsUser }}{{ else if hasKey $pod "runAsUser" }}{{ $sidecarUser = toString $pod.runAsUser }}{{ end -}}
 {{- if and $driverUser $sidecarUser (ne $driverUser $sidecarUser) (not $v.socket.reachableByOtherUsers) -}}
-{{- fail (printf "the driver runs as user %s and the sidecars as user %s: a driver's socket is only writable by its own user (mode 0755 from its umask) and connecting needs write permission, so the sidecars could not reach it. Run the driver as the sidecars' user (driver.securityContext.runAsUser=%s), or the sidecars as the driver's (securityContext.runAsUser=%s, with securityContext.runAsNonRoot=false for root, as upstream's manifests do), or set socket.reachableByOtherUsers=true if the driver makes its socket writable for them" $driverUser $sidecarUser $sidecarUser $driverUser) -}}
+{{- fail (printf "the driver runs as user %s and the sidecars as user %s: a driver's socket is only writable by its own user (mode 0755 from its umask) and connecting needs write permission, so the sidecars could not reach it. Run the driver as the sidecars' user (driver.securityContext.runAsUser=%s), or both as root (driver.runAsRoot=true), or the sidecars as the driver's (securityContext.runAsUser=%s, with securityContext.runAsNonRoot=false for root, as upstream's manifests do), or set socket.reachableByOtherUsers=true if the driver makes its socket writable for them" $driverUser $sidecarUser $sidecarUser $driverUser) -}}
 {{- end -}}
 {{- end -}}

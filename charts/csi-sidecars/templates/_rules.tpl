@@ -1,7 +1,9 @@
 {{/*
 Each sidecar's RBAC rules: upstream's deploy/kubernetes rules, plus only the additions the README's "RBAC: what to
-add to upstream's role" lists, each behind the value that needs it. e2e/rbac/*.yaml holds the same rules as data for
-the e2e suite; e2e/tests/chart_rules.rs fails when the two differ.
+add to upstream's role" lists, each behind the value that needs it. Secrets are granted `get` only: every sidecar
+reads a Secret with one GET when a call needs it (no Secret cache, as upstream), so upstream's list and watch would
+only let a stolen token enumerate them. e2e/rbac/*.yaml holds upstream's rules as data for the e2e suite;
+e2e/tests/chart_rules.rs fails when the chart's differ from them by more than that.
 Each template takes the root context and renders a YAML list.
 */}}
 
@@ -35,10 +37,10 @@ Each template takes the root context and renders a YAML list.
   resources: ["volumeattachments"]
   verbs: ["get", "list", "watch"]
 {{- if .Values.provisioner.rbac.secrets }}
-# shipped commented out upstream: classes that name secrets
+# shipped commented out upstream (get, list): classes that name secrets; read with one GET each, never listed
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list"]
+  verbs: ["get"]
 {{- end }}
 {{- if .Values.provisioner.rbac.referenceGrants }}
 # shipped commented out upstream: CrossNamespaceVolumeDataSource
@@ -89,10 +91,11 @@ Each template takes the root context and renders a YAML list.
   resources: ["volumeattributesclasses"]
   verbs: ["get", "list", "watch"]
 {{- if .Values.resizer.rbac.secrets }}
-# shipped commented out upstream: expand or modify secrets
+# shipped commented out upstream (get, list, watch): expand or modify secrets; read with one GET each, never
+# listed or watched
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get"]
 {{- end }}
 {{- end -}}
 
@@ -126,10 +129,10 @@ Each template takes the root context and renders a YAML list.
   resources: ["volumegroupsnapshotcontents/status"]
   verbs: ["update", "patch"]
 {{- if .Values.snapshotter.rbac.secrets }}
-# shipped commented out upstream: snapshotter secrets in VolumeSnapshotClasses
+# shipped commented out upstream (get, list): snapshotter secrets in VolumeSnapshotClasses; read with one GET each
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list"]
+  verbs: ["get"]
 {{- end }}
 {{- end -}}
 
@@ -156,10 +159,10 @@ upstream's attacher writes its errors into the VolumeAttachment's status. */}}
   resources: ["volumeattachments/status"]
   verbs: ["patch"]
 {{- if .Values.attacher.rbac.secrets }}
-# shipped commented out upstream: controller-publish secrets
+# shipped commented out upstream (get, list): controller-publish secrets; read with one GET each
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list"]
+  verbs: ["get"]
 {{- end }}
 {{- end -}}
 

@@ -101,17 +101,20 @@ fn region_from_zones(zones: &[String]) -> Result<String, String> {
     }
     let mut regions = std::collections::BTreeSet::new();
     for zone in zones {
+        let unexpected = || format!("unexpected zone format: {zone} is not a valid AWS zone");
         let mut parts: Vec<&str> = zone.split('-').collect();
         let last = parts.last().copied().unwrap_or_default();
         let region = if (parts.len() == 3 || parts.len() == 4) && last.len() == 2 {
-            let trimmed = &last[..1];
+            // Two bytes, the first kept (upstream's `getAwsRegionFromZones` slices bytes): two ASCII characters,
+            // or one character of two bytes, which has no first byte to keep alone.
+            let trimmed = last.get(..1).ok_or_else(unexpected)?;
             let count = parts.len();
             parts[count - 1] = trimmed;
             parts.join("-")
         } else if parts.len() == 5 || parts.len() == 7 {
             parts[..3].join("-")
         } else {
-            return Err(format!("unexpected zone format: {zone} is not a valid AWS zone"));
+            return Err(unexpected());
         };
         regions.insert(region);
     }

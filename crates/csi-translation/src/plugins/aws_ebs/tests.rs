@@ -247,6 +247,21 @@ fn regions_from_zones() {
     for (case, zones, want) in table {
         assert_eq!(region_from_zones(&zones), want, "{case}");
     }
+    // The zone's last part, by the class of its characters: a zone is anyone's label value, never a panic.
+    let not_a_zone = |zone: &str| Err(format!("unexpected zone format: {zone} is not a valid AWS zone"));
+    let by_character = [
+        ("ASCII letter", "us-east-1a", Ok("us-east-1".to_string())),
+        ("ASCII digits", "us-east-12", Ok("us-east-1".to_string())),
+        ("one two-byte character", "us-east-é", not_a_zone("us-east-é")),
+        ("a digit and a two-byte character", "us-east-1é", not_a_zone("us-east-1é")),
+        ("an emoji", "us-east-\u{1F600}", not_a_zone("us-east-\u{1F600}")),
+        ("a digit and an emoji", "us-east-1\u{1F600}", not_a_zone("us-east-1\u{1F600}")),
+        ("empty last part", "us-east-", not_a_zone("us-east-")),
+        ("empty zone", "", not_a_zone("")),
+    ];
+    for (case, zone, want) in by_character {
+        assert_eq!(region_from_zones(&zones(&[zone])), want, "{case}");
+    }
     assert!(region_from_zones(&zones(&["us-east-1a", "eu-west-1a"])).is_err(), "two regions");
     assert!(region_from_zones(&zones(&["nowhere"])).is_err(), "not a zone");
 }

@@ -30,6 +30,7 @@ pub mod control_loop;
 mod driver;
 pub mod events;
 pub mod flags;
+pub mod go_expand;
 pub mod http;
 pub mod journal;
 pub mod kube_client;

@@ -5,7 +5,7 @@
 //! [`credentials`].
 
 use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, SecretReference};
@@ -248,59 +248,10 @@ fn templates(
 
 /// Expands `${token}` and `$token` as Go's `os.Expand` does; unknown tokens are an error listing them all.
 fn expand_template(template: &str, tokens: &HashMap<String, String>) -> Result<String, String> {
-    let bytes = template.as_bytes();
-    let mut out = String::with_capacity(template.len());
-    let mut missing = BTreeSet::new();
-    let mut copied_to = 0;
-    let mut j = 0;
-    while j < bytes.len() {
-        if bytes[j] == b'$' && j + 1 < bytes.len() {
-            out.push_str(&template[copied_to..j]);
-            let (name, width) = shell_name(&template[j + 1..]);
-            if name.is_empty() && width == 0 {
-                // `$` not followed by a name stays.
-                out.push('$');
-            } else if !name.is_empty() {
-                match tokens.get(name) {
-                    Some(value) => out.push_str(value),
-                    None => {
-                        missing.insert(name.to_string());
-                    }
-                }
-            }
-            // Otherwise bad syntax (`${}`, an unclosed `${`): the characters are dropped.
-            j += width;
-            copied_to = j + 1;
-        }
-        j += 1;
-    }
-    out.push_str(&template[copied_to.min(template.len())..]);
-    if !missing.is_empty() {
-        let list: Vec<String> = missing.iter().map(|m| go_quoted(m)).collect();
-        return Err(format!("invalid tokens: [{}]", list.join(" ")));
-    }
-    Ok(out)
-}
-
-/// The variable name after a `$` and how many bytes it spans (Go's shell-name rules).
-fn shell_name(s: &str) -> (&str, usize) {
-    let b = s.as_bytes();
-    let special = |c: u8| matches!(c, b'*' | b'#' | b'$' | b'@' | b'!' | b'?' | b'-' | b'0'..=b'9');
-    if b[0] == b'{' {
-        if b.len() > 2 && special(b[1]) && b[2] == b'}' {
-            return (&s[1..2], 3);
-        }
-        return match b.iter().skip(1).position(|&c| c == b'}') {
-            Some(0) => ("", 2),
-            Some(p) => (&s[1..p + 1], p + 2),
-            None => ("", 1),
-        };
-    }
-    if special(b[0]) {
-        return (&s[0..1], 1);
-    }
-    let end = b.iter().position(|&c| !(c == b'_' || c.is_ascii_alphanumeric())).unwrap_or(b.len());
-    (&s[..end], end)
+    sidecar_runtime::go_expand::resolve(template, |name| tokens.get(name).cloned()).map_err(|unknown| {
+        let list: Vec<String> = unknown.iter().map(|m| go_quoted(m)).collect();
+        format!("invalid tokens: [{}]", list.join(" "))
+    })
 }
 
 /// The data of a Secret as strings, the way upstream sends it in CSI `secrets`. Never printed.
@@ -654,3 +605,7 @@ mod tests {
         assert_eq!(refusal.state, ProvisioningState::NoChange, "38: secret errors are NoChange");
     }
 }
+
+#[cfg(test)]
+#[path = "secrets_prop.rs"]
+mod prop_tests;

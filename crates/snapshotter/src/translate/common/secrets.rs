@@ -7,7 +7,7 @@
 //! way, without a snapshot ([`SnapshotSecret::SnapshotterList`]). Only references are handled; no secret data.
 
 use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use kube::ResourceExt;
 use snapshot_api::VolumeSnapshot;
@@ -118,58 +118,10 @@ fn invalid(template: &str, resolved: &str, what: &str) -> String {
 
 /// Expands `${token}` and `$token` as Go's `os.Expand` does; unknown tokens are an error listing them all.
 fn expand(template: &str, tokens: &BTreeMap<&str, String>) -> Result<String, String> {
-    let mut out = String::with_capacity(template.len());
-    let mut missing = BTreeSet::new();
-    let mut rest = template;
-    while let Some(dollar) = rest.find('$') {
-        out.push_str(&rest[..dollar]);
-        let after = &rest[dollar + 1..];
-        let (name, width) = shell_name(after);
-        match (name, width) {
-            // `$` at the end, or before a character that cannot start a name, stays.
-            ("", 0) => out.push('$'),
-            // Bad syntax (`${}`, an unclosed `${`): the characters are dropped, as Go drops them.
-            ("", _) => {}
-            (name, _) => match tokens.get(name) {
-                Some(value) => out.push_str(value),
-                None => {
-                    missing.insert(name);
-                }
-            },
-        }
-        rest = &after[width..];
-    }
-    out.push_str(rest);
-    if missing.is_empty() {
-        Ok(out)
-    } else {
-        let list: Vec<String> = missing.iter().map(|m| go_quoted(m)).collect();
-        Err(format!("invalid tokens: [{}]", list.join(" ")))
-    }
-}
-
-/// The variable name after a `$` and how many bytes it spans (Go's shell-name rules).
-fn shell_name(s: &str) -> (&str, usize) {
-    let bytes = s.as_bytes();
-    let special = |c: u8| matches!(c, b'*' | b'#' | b'$' | b'@' | b'!' | b'?' | b'-' | b'0'..=b'9');
-    match bytes.first() {
-        None => ("", 0),
-        Some(b'{') => {
-            if bytes.len() > 2 && special(bytes[1]) && bytes[2] == b'}' {
-                return (&s[1..2], 3);
-            }
-            match s[1..].find('}') {
-                Some(0) => ("", 2),
-                Some(end) => (&s[1..end + 1], end + 2),
-                None => ("", 1),
-            }
-        }
-        Some(&c) if special(c) => (&s[..1], 1),
-        Some(_) => {
-            let end = bytes.iter().position(|&c| !(c == b'_' || c.is_ascii_alphanumeric())).unwrap_or(bytes.len());
-            (&s[..end], end)
-        }
-    }
+    sidecar_runtime::go_expand::resolve(template, |name| tokens.get(name).cloned()).map_err(|unknown| {
+        let list: Vec<String> = unknown.iter().map(|m| go_quoted(m)).collect();
+        format!("invalid tokens: [{}]", list.join(" "))
+    })
 }
 
 #[cfg(test)]
@@ -271,3 +223,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "secrets_prop.rs"]
+mod prop_tests;

@@ -8,7 +8,7 @@
 //!   be used; a group member has no class and uses the deletion-secret annotations instead.
 
 use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use snapshot_api::VolumeSnapshotContent;
 use snapshot_api::names::{
@@ -74,36 +74,11 @@ fn invalid(template: &str, resolved: &str, what: &str) -> String {
 
 /// Expands `${token}` and `$token` (shell syntax, as Go's `os.Expand`) with the one token a list secret may use.
 fn resolve(template: &str, content_name: &str) -> Result<String, String> {
-    let mut out = String::with_capacity(template.len());
-    let mut unknown = BTreeSet::new();
-    let mut rest = template;
-    while let Some(dollar) = rest.find('$') {
-        out.push_str(&rest[..dollar]);
-        let after = &rest[dollar + 1..];
-        let (token, consumed) = if let Some(braced) = after.strip_prefix('{') {
-            match braced.find('}') {
-                Some(end) => (&braced[..end], end + 2),
-                None => ("", 0),
-            }
-        } else {
-            let end = after.find(|c: char| !(c == '_' || c.is_ascii_alphanumeric())).unwrap_or(after.len());
-            (&after[..end], end)
-        };
-        if token.is_empty() {
-            out.push('$');
-        } else if token == TOKEN_CONTENT_NAME {
-            out.push_str(content_name);
-        } else {
-            unknown.insert(token);
-        }
-        rest = &after[consumed..];
-    }
-    out.push_str(rest);
-    if !unknown.is_empty() {
-        let list: Vec<String> = unknown.iter().map(|t| format!("{t:?}")).collect();
-        return Err(format!("error resolving value {template:?}: invalid tokens: [{}]", list.join(" ")));
-    }
-    Ok(out)
+    sidecar_runtime::go_expand::resolve(template, |name| (name == TOKEN_CONTENT_NAME).then(|| content_name.into()))
+        .map_err(|unknown| {
+            let list: Vec<String> = unknown.iter().map(|t| format!("{t:?}")).collect();
+            format!("error resolving value {template:?}: invalid tokens: [{}]", list.join(" "))
+        })
 }
 
 #[cfg(test)]
@@ -195,10 +170,20 @@ mod tests {
 
     #[test]
     fn template_syntax() {
-        // (template, expansion): a lone `$` and an unclosed `${` stay as written.
-        let table = [("a$", "a$"), ("${", "${"), ("x-${volumesnapshotcontent.name}-y", "x-c-y"), ("$-a", "$-a")];
+        // (template, expansion), as Go's os.Expand: a trailing `$` and one before a character that starts no name
+        // stay; an unclosed `${` and `${}` vanish; `$-` and `$$` name the variables `-` and `$`. The rows from
+        // `${` on were kept as written before, and found by the property tests in go_expand_prop.rs.
+        let table = [
+            ("a$", Ok("a$")),
+            ("a$.b", Ok("a$.b")),
+            ("x-${volumesnapshotcontent.name}-y", Ok("x-c-y")),
+            ("${", Ok("")),
+            ("a${}b", Ok("ab")),
+            ("$-a", Err(r#"error resolving value "$-a": invalid tokens: ["-"]"#)),
+            ("$$", Err(r#"error resolving value "$$": invalid tokens: ["$"]"#)),
+        ];
         for (template, want) in table {
-            assert_eq!(resolve(template, "c").as_deref(), Ok(want), "{template}");
+            assert_eq!(resolve(template, "c"), want.map(String::from).map_err(String::from), "{template}");
         }
         let resolved = "x".repeat(64);
         assert!(
@@ -214,3 +199,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "secrets_prop.rs"]
+mod prop_tests;

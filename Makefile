@@ -12,7 +12,7 @@
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
 
-.PHONY: build test unit sanity e2e e2e-tests node-e2e conformance lint tools bench bench-scale chaos cluster-up cluster-down clean image demo
+.PHONY: fuzz build test unit sanity e2e e2e-tests node-e2e conformance lint tools bench bench-scale chaos cluster-up cluster-down clean image demo
 
 build:
 	$(CARGO) build --release --workspace --bins
@@ -22,6 +22,12 @@ test: unit sanity e2e node-e2e
 # Everything that needs no control plane.
 unit:
 	$(CARGO) test --workspace --exclude $(E2E_PACKAGE)
+
+# The property tests (modules and files named *prop*) with many more generated cases than make test gives them
+# (256 each); FUZZ_CASES sets how many.
+FUZZ_CASES ?= 20000
+fuzz:
+	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --workspace --exclude $(E2E_PACKAGE) --lib prop_tests
 
 # The hostpath plugin against the upstream CSI conformance suite.
 sanity: tools

@@ -69,7 +69,7 @@ db="$(cd "$db" && pwd)"
 [[ -d "$db/crates" ]] || { log "error: $db holds no crates/ directory: not a RustSec advisory database"; exit 1; }
 
 # The database where cargo-deny looks for it: a git clone is linked there; a plain copy is copied and committed
-# once, with the snapshot's date as the commit's.
+# on each run (under a second), with the snapshot's date as the commit's.
 dbs="$CACHE_ROOT/advisory-dbs"
 mkdir -p "$dbs"
 if git -C "$db" rev-parse --is-inside-work-tree >/dev/null 2>&1; then

@@ -11,6 +11,11 @@
 #   skopeo copy oci-archive:target/image/csi-sidecars.oci.tar:csi-provisioner docker://REGISTRY/csi-provisioner:TAG
 #
 # The archive is written by image/oci.sh (tar, gzip and sha256sum); the same binaries give the same digests.
+#
+# Each binary carries the list of crates it was built from (name, version, source, dependency edges) in its ELF
+# section .dep-v0, written by cargo-auditable: the record Trivy, Grype and Syft read from a Rust binary, so a scanner
+# pointed at an image finds the crates without a separate SBOM file. `cargo auditable` is installed from crates.io
+# into the cache on first use (about a minute).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +31,8 @@ ARCHIVE="$OUT_DIR/csi-sidecars.oci.tar"
 # deployment that sets no runAsUser can still connect to a root driver's socket (created 0755 by its umask). The
 # charts run the sidecars as 65532 through their securityContext (README, "Swapping images").
 IMAGE_USER="0:0"
+AUDITABLE_VERSION=0.7.7
+AUDITABLE_ROOT="${CSI_SIDECARS_CACHE:-${HOME:-/root}/.cache/csi-sidecars}/cargo/cargo-auditable-$AUDITABLE_VERSION"
 # shellcheck source=image/oci.sh
 source "$ROOT/image/oci.sh"
 
@@ -35,14 +42,22 @@ version() {
 	sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -1
 }
 
+install_auditable() {
+	[[ -x "$AUDITABLE_ROOT/bin/cargo-auditable" ]] && return
+	log "installing cargo-auditable $AUDITABLE_VERSION from crates.io into $AUDITABLE_ROOT"
+	cargo install --locked --quiet --version "$AUDITABLE_VERSION" --root "$AUDITABLE_ROOT" cargo-auditable
+}
+
 build_binaries() {
 	local args=() p b
 	for p in "${PACKAGES[@]}"; do args+=(-p "$p"); done
 	for b in "${BINARIES[@]}"; do args+=(--bin "$b"); done
-	log "cargo build --release --target $TARGET_TRIPLE (static: +crt-static) ${BINARIES[*]}"
-	# --target keeps the static flag off build scripts and proc macros, which must stay dynamic.
-	(cd "$ROOT" && RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" \
-		cargo build --release --locked --target "$TARGET_TRIPLE" "${args[@]}")
+	install_auditable
+	log "cargo auditable build --release --target $TARGET_TRIPLE (static: +crt-static) ${BINARIES[*]}"
+	# --target keeps the static flag off build scripts and proc macros, which must stay dynamic. cargo-auditable
+	# wraps rustc for the workspace's crates only, so the dependencies' artifacts are those of a plain build.
+	(cd "$ROOT" && PATH="$AUDITABLE_ROOT/bin:$PATH" RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" \
+		cargo auditable build --release --locked --target "$TARGET_TRIPLE" "${args[@]}")
 }
 
 # image BINARY VERSION: one image, the binary alone at /BINARY (in the archive being written)

@@ -201,7 +201,7 @@ impl EventRecorder {
             message: message.to_string(),
         };
         let now = Timestamp::now();
-        let previous = self.sent.lock().expect("event cache lock").events.get(&key).cloned();
+        let previous = self.sent.lock().unwrap_or_else(|p| p.into_inner()).events.get(&key).cloned();
 
         if let Some(previous) = previous {
             let api: Api<Event> = Api::namespaced(self.client.clone(), &previous.namespace);
@@ -227,7 +227,7 @@ impl EventRecorder {
     }
 
     fn remember(&self, key: EventKey, mut sent: SentEvent) {
-        let mut cache = self.sent.lock().expect("event cache lock");
+        let mut cache = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         cache.make_room();
         cache.sequence += 1;
         sent.sequence = cache.sequence;

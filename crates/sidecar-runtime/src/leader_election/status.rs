@@ -48,7 +48,7 @@ impl LeaderStatus {
     /// The status of another Lease of this process: its own leadership, the same gauge and health check.
     pub fn another_lease(&self) -> LeaderStatus {
         let state = Arc::new(Mutex::new(State::default()));
-        self.all.lock().expect("leader status lock").push(state.clone());
+        self.all.lock().unwrap_or_else(|p| p.into_inner()).push(state.clone());
         LeaderStatus { state, all: self.all.clone(), master_status: self.master_status.clone() }
     }
 
@@ -64,7 +64,7 @@ impl LeaderStatus {
 
     /// Called once by the elector, before it first tries the Lease.
     pub(crate) fn elector_started(&self, lock_name: &str, lease_duration: Duration) {
-        let mut state = self.state.lock().expect("leader status lock");
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.lock_name = Some(lock_name.to_string());
         state.lease_duration = lease_duration;
         self.master_status.get_or_create(&label(lock_name)).set(0);
@@ -72,7 +72,7 @@ impl LeaderStatus {
 
     /// The Lease was acquired or renewed at `at`.
     pub(crate) fn renewed(&self, at: Instant) {
-        let mut state = self.state.lock().expect("leader status lock");
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.leading = true;
         state.last_renewal = Some(at);
         if let Some(name) = &state.lock_name {
@@ -82,7 +82,7 @@ impl LeaderStatus {
 
     /// Leadership ended (lost or released).
     pub(crate) fn stopped(&self) {
-        let mut state = self.state.lock().expect("leader status lock");
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.leading = false;
         if let Some(name) = &state.lock_name {
             self.master_status.get_or_create(&label(name)).set(0);
@@ -90,7 +90,7 @@ impl LeaderStatus {
     }
 
     pub fn is_leading(&self) -> bool {
-        self.state.lock().expect("leader status lock").leading
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).leading
     }
 
     /// client-go's `HealthzAdaptor` check: a process that does not lead is
@@ -98,8 +98,8 @@ impl LeaderStatus {
     /// than the lease duration plus `tolerance`, i.e. its elector is stuck. With
     /// several Leases, each is checked.
     pub fn check(&self, now: Instant, tolerance: Duration) -> Result<(), String> {
-        let all = self.all.lock().expect("leader status lock").clone();
-        all.iter().try_for_each(|state| check_one(&state.lock().expect("leader status lock"), now, tolerance))
+        let all = self.all.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        all.iter().try_for_each(|state| check_one(&state.lock().unwrap_or_else(|p| p.into_inner()), now, tolerance))
     }
 }
 

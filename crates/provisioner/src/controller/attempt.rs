@@ -13,7 +13,7 @@ use super::writes::Saved;
 use super::{Shared, claim_path, name_of, namespace_of, prepare};
 use crate::translate::api_errors::{claim_gone, volume_deleted_for_pv_in_the_way, volume_kept_by_pv_in_the_way};
 use crate::translate::in_flight::{cleanup_rules_out_volume, has_provisioning_finalizer, record_goes_after_failure};
-use crate::translate::in_flight_entry::in_flight_entry;
+use crate::translate::in_flight_entry::{in_flight_entry, journal_may_take};
 use crate::translate::migration::{api_volume, csi_class, is_migrated_class};
 use crate::translate::names::FINALIZER_PROVISIONING_PROTECTION;
 use crate::translate::persistent_volume::persistent_volume;
@@ -107,17 +107,20 @@ fn is_recorded(shared: &Shared, claim: &PersistentVolumeClaim) -> bool {
 }
 
 /// Records the claim before CreateVolume: in the journal (one write shared with every claim starting now), or
-/// with the finalizer when the journal cannot take it. A claim that carries the finalizer already keeps it.
+/// with the finalizer when the journal cannot take it, or must not ([`journal_may_take`]). A claim that carries
+/// the finalizer already keeps it.
 async fn protect(shared: &Shared, claim: &PersistentVolumeClaim, class: &StorageClass) -> Result<Protection, Refusal> {
     if has_provisioning_finalizer(claim) {
         return Ok(Protection::Finalizer(Box::new(claim.clone())));
     }
-    let entry = in_flight_entry(claim, class);
-    match shared.journal.put(&entry.uid, entry.to_json()).await {
-        Ok(()) => return Ok(Protection::Journal { uid: entry.uid }),
-        Err(refused) => {
-            tracing::info!(claim = %claim_path(claim), reason = %refused,
-                "the in-flight journal cannot take the claim: protecting it with the finalizer")
+    if journal_may_take(claim, class) {
+        let entry = in_flight_entry(claim);
+        match shared.journal.put(&entry.uid, entry.to_json()).await {
+            Ok(()) => return Ok(Protection::Journal { uid: entry.uid }),
+            Err(refused) => {
+                tracing::info!(claim = %claim_path(claim), reason = %refused,
+                    "the in-flight journal cannot take the claim: protecting it with the finalizer")
+            }
         }
     }
     let stored = shared

@@ -5,12 +5,14 @@
 //! volume when it restarts (external-provisioner issue #486).
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use k8s_openapi::api::storage::v1::StorageClass;
 use sidecar_runtime::Outcome;
 
 use super::{ClaimKey, Shared, recover};
 use crate::translate::in_flight::{InFlight, has_provisioning_finalizer, in_flight};
-use crate::translate::in_flight_entry::{ClaimNow, EntryStep, InFlightEntry, entry_step, in_flight_entry};
+use crate::translate::in_flight_entry::{
+    ClaimNow, EntryStep, InFlightEntry, entry_defect, entry_step, in_flight_entry,
+};
+use crate::translate::migration::csi_class;
 use crate::translate::node_deployment::tends_in_flight_volume;
 
 /// `Some` when the claim's in-flight record decides the outcome of its sync (a release or a recovery), `None` when
@@ -31,16 +33,16 @@ pub(super) async fn sync_in_flight(
     match in_flight(claim, &shared.provisioner, volume_exists) {
         InFlight::Release => Some(recover::release_claim(shared, claim).await),
         InFlight::Recover => {
-            // Protected by the finalizer, not the journal: the entry is the claim itself, every annotation kept.
-            let mut entry = in_flight_entry(claim, &StorageClass::default());
-            entry.annotations = claim.metadata.annotations.clone().unwrap_or_default();
-            Some(recover::recover(shared, entry, Some(claim)).await)
+            // Protected by the finalizer, not the journal: the entry is the claim itself.
+            Some(recover::recover(shared, entry_of_claim(claim), Some(claim)).await)
         }
         _ => None,
     }
 }
 
-/// The journal's part: `Some` when the claim's entry decides the outcome (recovery), `None` when the sync goes on.
+/// The journal's part: `Some` when the claim's entry decides the outcome (recovery, or a rejected entry), `None`
+/// when the sync goes on. The entry is untrusted: while the claim exists, recovery works from the claim itself;
+/// once it is gone, the entry must pass [`entry_defect`] first.
 async fn sync_journal_entry(
     shared: &Shared,
     key: &ClaimKey,
@@ -48,28 +50,47 @@ async fn sync_journal_entry(
     volume_exists: bool,
 ) -> Option<Outcome> {
     let text = shared.journal.get(&key.uid)?;
-    let Some(entry) = InFlightEntry::parse(&text) else {
-        tracing::warn!(claim = %key, "unreadable in-flight journal entry left alone");
+    // In node mode the journal is this node's: only claims it provisioned are in it.
+    if claim.is_some_and(|c| !tends_in_flight_volume(c, &shared.provisioner)) {
         return None;
-    };
+    }
+    let names_volume = claim.and_then(|c| c.spec.as_ref()?.volume_name.as_deref()).is_some_and(|v| !v.is_empty());
     let now = match claim {
         None => ClaimNow::Gone,
         Some(claim) if claim.metadata.deletion_timestamp.is_some() => ClaimNow::Deleting,
         Some(_) => ClaimNow::Live,
     };
-    // In node mode the journal is this node's: only claims it provisioned are in it.
-    if claim.is_some_and(|c| !tends_in_flight_volume(c, &shared.provisioner)) {
-        return None;
-    }
-    match entry_step(&entry, now, volume_exists) {
+    match entry_step(now, volume_exists || names_volume) {
         EntryStep::Keep => None,
         EntryStep::Drop => {
             shared.journal.remove(&key.uid);
             None
         }
-        EntryStep::LearnVolumeId | EntryStep::DeleteVolume => {
+        EntryStep::Recover => {
+            let recorded = InFlightEntry::parse(&text);
+            let entry = match claim {
+                // The claim as the API holds it, not as the entry says; only the recorded id is kept, to compare.
+                Some(claim) => InFlightEntry { volume_id: recorded.and_then(|r| r.volume_id), ..entry_of_claim(claim) },
+                None => {
+                    let Some(entry) = recorded else {
+                        return Some(recover::reject_entry(shared, &key.uid, "it is not an entry's JSON".into()).await);
+                    };
+                    let class = shared.stores.class(entry.spec.storage_class_name.as_deref().unwrap_or_default());
+                    let class = class.and_then(|c| csi_class(&shared.provisioner, &c).ok().map(|c| c.into_owned()));
+                    if let Some(defect) = entry_defect(&key.uid, &entry, class.as_ref()) {
+                        return Some(recover::reject_entry(shared, &key.uid, defect).await);
+                    }
+                    entry
+                }
+            };
             let finalizer_claim = claim.filter(|c| has_provisioning_finalizer(c));
             Some(recover::recover(shared, entry, finalizer_claim).await)
         }
     }
+}
+
+/// The record of a claim the API still holds, read from the claim itself: every annotation kept (its class's
+/// templates may name any).
+fn entry_of_claim(claim: &PersistentVolumeClaim) -> InFlightEntry {
+    InFlightEntry { annotations: claim.metadata.annotations.clone().unwrap_or_default(), ..in_flight_entry(claim) }
 }

@@ -25,9 +25,8 @@ pub(super) async fn queue_journal_entries(shared: Arc<Shared>, stop: Cancellatio
 async fn queue_entries(shared: &Shared) {
     shared.journal.loaded().await;
     for (uid, text) in shared.journal.entries() {
-        match InFlightEntry::parse(&text) {
-            Some(entry) => shared.claims.add(ClaimKey { uid, namespace: entry.namespace, name: entry.name }),
-            None => tracing::warn!(%uid, "unreadable in-flight journal entry left alone"),
-        }
+        // An unreadable entry is queued too, under no claim's name: its sync rejects it.
+        let (namespace, name) = InFlightEntry::parse(&text).map(|e| (e.namespace, e.name)).unwrap_or_default();
+        shared.claims.add(ClaimKey { uid, namespace, name });
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
 use sidecar_runtime::api_error::api_error_text;
 use sidecar_runtime::update::{Updated, set_finalizer, update};
@@ -194,6 +194,24 @@ impl Shared {
     /// The PV `name` as the API holds it now (not the cache, which may lag).
     pub(super) async fn read_volume_object(&self, name: &str) -> Result<Option<PersistentVolume>, String> {
         Api::<PersistentVolume>::all(self.client.clone()).get_opt(name).await.map_err(|e| api_error_text(&e))
+    }
+
+    /// Every PV the API holds (listed in pages, not from the cache) for which `keep` is true.
+    pub(super) async fn list_volumes_where(
+        &self,
+        keep: impl Fn(&PersistentVolume) -> bool,
+    ) -> Result<Vec<PersistentVolume>, String> {
+        let api: Api<PersistentVolume> = Api::all(self.client.clone());
+        let mut kept = Vec::new();
+        let mut params = ListParams::default().limit(500);
+        loop {
+            let page = api.list(&params).await.map_err(|e| api_error_text(&e))?;
+            kept.extend(page.items.into_iter().filter(|pv| keep(pv)));
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => return Ok(kept),
+            }
+        }
     }
 
     /// A strategic-merge patch of the PV `name`; a PV that is gone is no error.

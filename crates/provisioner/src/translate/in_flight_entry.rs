@@ -9,8 +9,14 @@
 //! provisioning-protection finalizer on the hot path because one journal write covers every claim starting at that
 //! moment, where the finalizer cost two writes of each claim. A claim the journal cannot take still gets the
 //! finalizer ([`crate::translate::in_flight`]).
+//!
+//! The journal is untrusted input: upstream's leader-election Role lets every sidecar of the driver (and whoever
+//! else holds Lease verbs in that namespace) write the Lease. So the journal takes only claims whose recovery reads
+//! nothing the claim chooses ([`journal_may_take`]: no claim-templated secret, no data source); an entry of a claim
+//! that is gone is checked before anything is read for it ([`entry_defect`]); and recovery deletes only the volume
+//! the driver gives for the entry's own name, never an id the entry names, and not while any PV holds it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec};
@@ -18,6 +24,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 use sidecar_runtime::leader_election::sanitize_name;
+use sidecar_runtime::object_names::{is_dns1123_label, is_dns1123_subdomain};
 
 use super::names::{ANN_ALPHA_SELECTED_NODE, ANN_SELECTED_NODE};
 
@@ -42,7 +49,7 @@ pub struct InFlightEntry {
     pub namespace: String,
     pub name: String,
     pub uid: String,
-    /// Only those the request reads: the selected node, and those the class's templates name.
+    /// Only the selected node (the journal takes no claim whose class reads other annotations).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     pub spec: PersistentVolumeClaimSpec,
@@ -78,17 +85,15 @@ impl InFlightEntry {
     }
 }
 
-/// The entry for `claim`, about to be provisioned with `class` (its CSI form).
-pub fn in_flight_entry(claim: &PersistentVolumeClaim, class: &StorageClass) -> InFlightEntry {
-    let wanted = referenced_annotations(class);
+/// The entry for `claim`, about to be provisioned. Of its annotations only the selected node is kept: the
+/// journal takes no claim whose class reads others ([`journal_may_take`]).
+pub fn in_flight_entry(claim: &PersistentVolumeClaim) -> InFlightEntry {
     let annotations = claim
         .metadata
         .annotations
         .iter()
         .flatten()
-        .filter(|(key, _)| {
-            key.as_str() == ANN_SELECTED_NODE || key.as_str() == ANN_ALPHA_SELECTED_NODE || wanted.contains(*key)
-        })
+        .filter(|(key, _)| key.as_str() == ANN_SELECTED_NODE || key.as_str() == ANN_ALPHA_SELECTED_NODE)
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let spec = claim.spec.clone().unwrap_or_default();
@@ -113,20 +118,65 @@ pub fn in_flight_entry(claim: &PersistentVolumeClaim, class: &StorageClass) -> I
     }
 }
 
-/// The claim annotations the class's templates name (`${pvc.annotations['<key>']}` in any parameter).
-pub fn referenced_annotations(class: &StorageClass) -> BTreeSet<String> {
-    const OPEN: &str = "${pvc.annotations['";
-    let mut keys = BTreeSet::new();
-    for value in class.parameters.iter().flatten().map(|(_, v)| v) {
-        let mut rest = value.as_str();
-        while let Some(start) = rest.find(OPEN) {
-            rest = &rest[start + OPEN.len()..];
-            let Some(end) = rest.find("']}") else { break };
-            keys.insert(rest[..end].to_string());
-            rest = &rest[end..];
-        }
+/// Whether the journal may take `claim` of `class` (its CSI form). Only when recovering it reads nothing but the
+/// class and the claim's UID: a secret templated from the claim (`${pvc.namespace}`, `${pvc.name}`,
+/// `${pvc.annotations['...']}`) or a data source (a snapshot or claim, whose protection recovery releases) would
+/// let a forged entry choose what the provisioner reads and sends. Such claims are protected by the finalizer
+/// instead: their claim stays in the API while it is deleted, and recovery reads it rather than an entry.
+pub fn journal_may_take(claim: &PersistentVolumeClaim, class: &StorageClass) -> bool {
+    let spec = claim.spec.as_ref();
+    let data_source = spec.is_some_and(|s| s.data_source.is_some() || s.data_source_ref.is_some());
+    !data_source && claim_templated_parameter(class).is_none()
+}
+
+/// The first class parameter whose value is templated from the claim.
+fn claim_templated_parameter(class: &StorageClass) -> Option<&str> {
+    class.parameters.iter().flatten().find(|(_, value)| value.contains("${pvc.")).map(|(key, _)| key.as_str())
+}
+
+/// Why the journal entry under `key_uid`, whose claim is gone, cannot be this provisioner's own: `None` when it
+/// can. `class` is the entry's class (its CSI form), when it exists. A defect means the entry was forged, damaged
+/// or written for a claim the journal never takes; it is dropped and nothing is read or deleted for it.
+pub fn entry_defect(key_uid: &str, entry: &InFlightEntry, class: Option<&StorageClass>) -> Option<String> {
+    if entry.uid != key_uid {
+        return Some(format!("its uid {:?} is not the one its key names", shorten(&entry.uid)));
     }
-    keys
+    if !is_uid(&entry.uid) {
+        return Some(format!("{:?} is not a claim UID", shorten(&entry.uid)));
+    }
+    if !is_dns1123_label(&entry.namespace) {
+        return Some(format!("{:?} is not a namespace name", shorten(&entry.namespace)));
+    }
+    if !is_dns1123_subdomain(&entry.name) {
+        return Some(format!("{:?} is not a claim name", shorten(&entry.name)));
+    }
+    if entry.spec.data_source.is_some() || entry.spec.data_source_ref.is_some() {
+        return Some("it names a data source, and the journal never takes such claims".into());
+    }
+    if let Some(key) = entry.annotations.keys().find(|k| *k != ANN_SELECTED_NODE && *k != ANN_ALPHA_SELECTED_NODE) {
+        return Some(format!("it carries the annotation {:?}, which the journal never keeps", shorten(key)));
+    }
+    if let Some(parameter) = class.and_then(claim_templated_parameter) {
+        return Some(format!(
+            "its class templates {parameter:?} from the claim, and the journal never takes such claims"
+        ));
+    }
+    None
+}
+
+/// A Kubernetes UID as the API server makes them: a UUID in its canonical form.
+fn is_uid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    let lengths = groups.iter().map(|g| g.len()).collect::<Vec<_>>();
+    lengths == [8, 4, 4, 4, 12] && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Text from an entry as a message quotes it: at most 64 characters.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_string(),
+    }
 }
 
 /// The journal Lease's name: `<leader-election Lease name>-in-flight`, and the node's name after it in node mode.
@@ -159,23 +209,23 @@ pub enum ClaimNow {
 pub enum EntryStep {
     /// The claim is still there to provision: provisioning carries on and removes the entry once the PV exists.
     Keep,
-    /// The PV exists: the volume is the PV's business (its reclaim policy decides); the entry goes.
+    /// The PV exists (or the claim names one): the volume is the PV's business (its reclaim policy decides); the
+    /// entry goes.
     Drop,
-    /// The claim went before its PV was written and the volume id is unknown: CreateVolume by the same name (CSI
-    /// calls are idempotent by name) to learn it, record it in the entry, then DeleteVolume and drop the entry.
-    LearnVolumeId,
-    /// The id is recorded: DeleteVolume (idempotent) and drop the entry, without creating the volume again.
-    DeleteVolume,
+    /// The claim went before its PV was written: CreateVolume by the same name (CSI calls are idempotent by name)
+    /// gives the volume's id, which is recorded in the entry; then, unless a PV holds that volume, DeleteVolume and
+    /// the entry goes. An id the entry records already is only compared with the driver's, never deleted on its own
+    /// word.
+    Recover,
 }
 
 /// What to do with `entry`, given where its claim stands and whether the claim's live PV exists (its claimRef names
-/// the claim and it is not being deleted: [`super::pv_in_the_way::holds_claim`]).
-pub fn entry_step(entry: &InFlightEntry, claim: ClaimNow, volume_exists: bool) -> EntryStep {
-    match (volume_exists, claim, &entry.volume_id) {
-        (true, _, _) => EntryStep::Drop,
-        (false, ClaimNow::Live, _) => EntryStep::Keep,
-        (false, ClaimNow::Deleting | ClaimNow::Gone, None) => EntryStep::LearnVolumeId,
-        (false, ClaimNow::Deleting | ClaimNow::Gone, Some(_)) => EntryStep::DeleteVolume,
+/// the claim and it is not being deleted: [`super::pv_in_the_way::holds_claim`]) or the claim names a volume.
+pub fn entry_step(claim: ClaimNow, volume_exists: bool) -> EntryStep {
+    match (volume_exists, claim) {
+        (true, _) => EntryStep::Drop,
+        (false, ClaimNow::Live) => EntryStep::Keep,
+        (false, ClaimNow::Deleting | ClaimNow::Gone) => EntryStep::Recover,
     }
 }
 
@@ -231,50 +281,17 @@ mod tests {
     }
 
     #[test]
-    fn entries_keep_what_the_request_reads_and_nothing_else() {
-        let templated = "${pvc.annotations['example.com/secret']}";
-        // (rule, claim annotations, class parameters, annotations kept)
+    fn entries_keep_the_selected_node_and_no_other_annotation() {
+        // (rule, claim annotations, annotations kept)
         type Pairs<'a> = &'a [(&'a str, &'a str)];
-        let table: &[(&str, Pairs, Pairs, Pairs)] = &[
-            (
-                "no annotation is read: none kept",
-                &[("note", "x"), ("kubectl.kubernetes.io/last-applied", "{}")],
-                &[],
-                &[],
-            ),
-            (
-                "the selected node is kept",
-                &[(ANN_SELECTED_NODE, "n1"), ("note", "x")],
-                &[],
-                &[(ANN_SELECTED_NODE, "n1")],
-            ),
-            (
-                "the alpha selected node is kept",
-                &[(ANN_ALPHA_SELECTED_NODE, "n1")],
-                &[],
-                &[(ANN_ALPHA_SELECTED_NODE, "n1")],
-            ),
-            (
-                "annotations a secret template names are kept",
-                &[("example.com/secret", "s1"), ("note", "x")],
-                &[("csi.storage.k8s.io/provisioner-secret-name", templated)],
-                &[("example.com/secret", "s1")],
-            ),
-            (
-                "a template of another secret counts too (the request resolves every reference)",
-                &[("example.com/secret", "s1")],
-                &[("csi.storage.k8s.io/node-publish-secret-name", templated)],
-                &[("example.com/secret", "s1")],
-            ),
-            (
-                "a named annotation the claim lacks is simply absent",
-                &[],
-                &[("csi.storage.k8s.io/provisioner-secret-name", templated)],
-                &[],
-            ),
+        let table: &[(&str, Pairs, Pairs)] = &[
+            ("no annotation is read: none kept", &[("note", "x"), ("kubectl.kubernetes.io/last-applied", "{}")], &[]),
+            ("the selected node is kept", &[(ANN_SELECTED_NODE, "n1"), ("note", "x")], &[(ANN_SELECTED_NODE, "n1")]),
+            ("the alpha selected node is kept", &[(ANN_ALPHA_SELECTED_NODE, "n1")], &[(ANN_ALPHA_SELECTED_NODE, "n1")]),
+            ("a secret template's annotation is not kept", &[("example.com/secret", "s1")], &[]),
         ];
-        for (rule, annotations, parameters, kept) in table {
-            let entry = in_flight_entry(&claim(annotations), &class(parameters));
+        for (rule, annotations, kept) in table {
+            let entry = in_flight_entry(&claim(annotations));
             let want: BTreeMap<String, String> = kept.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             assert_eq!(entry.annotations, want, "{rule}");
             assert_eq!((entry.namespace.as_str(), entry.name.as_str()), ("apps", "data"), "{rule}");
@@ -284,7 +301,7 @@ mod tests {
 
     #[test]
     fn the_slim_spec_keeps_the_request_fields() {
-        let entry = in_flight_entry(&claim(&[]), &class(&[]));
+        let entry = in_flight_entry(&claim(&[]));
         let full = claim(&[]).spec.unwrap();
         let spec = &entry.spec;
         assert_eq!(spec.access_modes, full.access_modes);
@@ -308,21 +325,6 @@ mod tests {
     }
 
     #[test]
-    fn template_references() {
-        let table: &[(&str, &[&str])] = &[
-            ("${pvc.annotations['a']}", &["a"]),
-            ("${pvc.annotations['a']}-${pvc.annotations['b.io/c']}", &["a", "b.io/c"]),
-            ("${pvc.name}-${pvc.namespace}", &[]),
-            ("${pvc.annotations['unterminated", &[]),
-            ("plain", &[]),
-        ];
-        for (value, want) in table {
-            let keys = referenced_annotations(&class(&[("csi.storage.k8s.io/provisioner-secret-name", value)]));
-            assert_eq!(keys, want.iter().map(|s| s.to_string()).collect(), "{value}");
-        }
-    }
-
-    #[test]
     fn journal_names() {
         let table = [
             ("hostpath-csi-k8s-io", None, "hostpath-csi-k8s-io-in-flight".to_string()),
@@ -342,22 +344,128 @@ mod tests {
     fn what_recovery_does_per_entry() {
         use ClaimNow::*;
         use EntryStep::*;
-        let entry = in_flight_entry(&claim(&[]), &class(&[]));
-        let recorded = InFlightEntry { volume_id: Some("vol-1".into()), ..entry.clone() };
-        // (rule, entry, claim, PV exists, step)
+        // (rule, claim, PV exists or the claim names one, step)
         let table = [
-            ("claim live, no PV yet: provisioning carries on", &entry, Live, false, Keep),
-            ("claim live, PV written: the entry goes", &entry, Live, true, Drop),
-            ("claim gone, PV written: the PV's reclaim policy decides", &entry, Gone, true, Drop),
-            ("claim deleting, PV written: the same", &entry, Deleting, true, Drop),
-            ("claim gone before its PV: learn the id by CreateVolume", &entry, Gone, false, LearnVolumeId),
-            ("claim deleting before its PV: the same", &entry, Deleting, false, LearnVolumeId),
-            ("claim gone, id recorded: delete without creating again", &recorded, Gone, false, DeleteVolume),
-            ("claim deleting, id recorded: the same", &recorded, Deleting, false, DeleteVolume),
-            ("id recorded but the PV exists: the PV decides", &recorded, Gone, true, Drop),
+            ("claim live, no PV yet: provisioning carries on", Live, false, Keep),
+            ("claim live, PV written: the entry goes", Live, true, Drop),
+            ("claim gone, PV written: the PV's reclaim policy decides", Gone, true, Drop),
+            ("claim deleting, PV written or named: the same", Deleting, true, Drop),
+            ("claim gone before its PV: the volume of its name goes", Gone, false, Recover),
+            ("claim deleting before its PV: the same", Deleting, false, Recover),
         ];
-        for (rule, entry, claim, exists, want) in table {
-            assert_eq!(entry_step(entry, claim, exists), want, "{rule}");
+        for (rule, claim, exists, want) in table {
+            assert_eq!(entry_step(claim, exists), want, "{rule}");
         }
+    }
+
+    const UID: &str = "0f1e2d3c-aaaa-bbbb-cccc-000011112222";
+
+    #[test]
+    fn the_journal_takes_only_claims_whose_recovery_reads_nothing_they_choose() {
+        let templated = "${pvc.namespace}";
+        let with_source = {
+            let mut c = claim(&[]);
+            c.spec.as_mut().unwrap().data_source = None;
+            c.spec.as_mut().unwrap().data_source_ref = Some(Default::default());
+            c
+        };
+        let plain = {
+            let mut c = claim(&[]);
+            c.spec.as_mut().unwrap().data_source = None;
+            c
+        };
+        // (rule, claim, class parameters, taken)
+        type Row<'a> = (&'a str, &'a PersistentVolumeClaim, &'a [(&'a str, &'a str)], bool);
+        let table: &[Row] = &[
+            ("a plain claim of a plain class", &plain, &[("type", "fast")], true),
+            (
+                "fixed secrets, and pv.name (the UID's own)",
+                &plain,
+                &[
+                    ("csi.storage.k8s.io/provisioner-secret-name", "${pv.name}"),
+                    ("csi.storage.k8s.io/provisioner-secret-namespace", "kube-system"),
+                ],
+                true,
+            ),
+            (
+                "a secret namespace from the claim",
+                &plain,
+                &[("csi.storage.k8s.io/provisioner-secret-namespace", templated)],
+                false,
+            ),
+            (
+                "a secret name from the claim's annotations",
+                &plain,
+                &[("csi.storage.k8s.io/node-stage-secret-name", "${pvc.annotations['a']}")],
+                false,
+            ),
+            ("a data source", &claim(&[]), &[], false),
+            ("a data source reference", &with_source, &[], false),
+        ];
+        for (rule, claim, parameters, want) in table {
+            assert_eq!(journal_may_take(claim, &class(parameters)), *want, "{rule}");
+        }
+    }
+
+    #[test]
+    fn entries_of_gone_claims_are_checked_before_anything_is_read() {
+        let good = {
+            let mut c = claim(&[(ANN_SELECTED_NODE, "n1")]);
+            c.spec.as_mut().unwrap().data_source = None;
+            in_flight_entry(&c)
+        };
+        let with = |change: fn(&mut InFlightEntry)| {
+            let mut e = good.clone();
+            change(&mut e);
+            e
+        };
+        let templated = class(&[("csi.storage.k8s.io/provisioner-secret-namespace", "${pvc.namespace}")]);
+        // (rule, key, entry, class, defect contains; "" for none)
+        let table: Vec<(&str, &str, InFlightEntry, Option<StorageClass>, &str)> = vec![
+            ("a well-formed entry", UID, good.clone(), Some(class(&[])), ""),
+            ("its class gone (recovery then waits for it)", UID, good.clone(), None, ""),
+            ("the key names another UID", "0f1e2d3c-aaaa-bbbb-cccc-000011119999", good.clone(), None, "not the one"),
+            ("not a UUID", "x", with(|e| e.uid = "x".into()), None, "not a claim UID"),
+            (
+                "a UUID of non-hex",
+                "0f1e2d3c-aaaa-bbbb-cccc-00001111222z",
+                with(|e| e.uid = "0f1e2d3c-aaaa-bbbb-cccc-00001111222z".into()),
+                None,
+                "not a claim UID",
+            ),
+            ("a namespace no claim could have", UID, with(|e| e.namespace = "Kube_System".into()), None, "namespace"),
+            ("an empty namespace", UID, with(|e| e.namespace = String::new()), None, "namespace"),
+            ("a name no claim could have", UID, with(|e| e.name = "a/b".into()), None, "claim name"),
+            ("a data source", UID, with(|e| e.spec.data_source = Some(Default::default())), None, "data source"),
+            (
+                "a data source reference",
+                UID,
+                with(|e| e.spec.data_source_ref = Some(Default::default())),
+                None,
+                "data source",
+            ),
+            (
+                "an annotation beyond the selected node",
+                UID,
+                with(|e| {
+                    e.annotations.insert("example.com/secret".into(), "s".into());
+                }),
+                None,
+                "annotation",
+            ),
+            ("a class templating from the claim", UID, good.clone(), Some(templated), "templates"),
+        ];
+        for (rule, key, entry, class, want) in table {
+            let defect = entry_defect(key, &entry, class.as_ref());
+            match want {
+                "" => assert_eq!(defect, None, "{rule}"),
+                text => assert!(defect.as_deref().is_some_and(|d| d.contains(text)), "{rule}: {defect:?}"),
+            }
+        }
+        // Quoted input is bounded, whatever its size.
+        let huge = with(|e| e.namespace = "x".repeat(100_000));
+        assert!(entry_defect(UID, &huge, None).unwrap().len() < 200);
+        let multibyte = with(|e| e.name = "é".repeat(1000));
+        assert!(entry_defect(UID, &multibyte, None).unwrap().contains("..."));
     }
 }

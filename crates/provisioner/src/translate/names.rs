@@ -126,5 +126,8 @@ pub const EVENT_VOLUME_DELETE: &str = "VolumeDelete";
 /// Reason of the Warning on a claim whose CreateVolume answered, in the usual order of things, on a claim that was
 /// deleted meanwhile and whose volume could not be deleted yet (ours, beyond upstream).
 pub const EVENT_PROVISIONING_CLEANUP_FAILED: &str = "ProvisioningCleanupFailed";
+/// Reason of the Warning on the in-flight journal's Lease about an entry that cannot be the provisioner's own
+/// (forged, damaged, or of a claim the journal never takes), dropped with nothing deleted (ours, beyond upstream).
+pub const EVENT_IN_FLIGHT_ENTRY_REJECTED: &str = "InFlightEntryRejected";
 /// Event source component of the provisioner's own events (library events use `<driver>_<host>_<uuid>`).
 pub const EVENT_COMPONENT: &str = "external-provisioner";

@@ -91,6 +91,16 @@ impl Journal {
         format!("{}/{}", self.inner.options.namespace, self.inner.options.name)
     }
 
+    /// The Lease's namespace.
+    pub fn namespace(&self) -> &str {
+        &self.inner.options.namespace
+    }
+
+    /// The Lease's name.
+    pub fn name(&self) -> &str {
+        &self.inner.options.name
+    }
+
     /// Records `value` under `key` and returns once it is stored in the Lease, or says why it was not taken.
     pub async fn put(&self, key: &str, value: String) -> Result<(), Refused> {
         let (done, answer) = oneshot::channel();

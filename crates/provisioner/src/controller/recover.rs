@@ -57,9 +57,11 @@ pub(super) async fn recover(
         // A class that cannot be translated never made a request: there is no volume.
         Err(_) => return recovered(shared, &entry, finalizer_claim, None).await,
     };
-    if finalizer_claim.is_none()
-        && let Some(other) = shared.stores.claims.filter(|c| c.metadata.uid.as_deref() == Some(&entry.uid)).first()
-    {
+    let elsewhere = |c: &PersistentVolumeClaim| {
+        c.metadata.uid.as_deref() == Some(&entry.uid)
+            && (namespace_of(c), name_of(c)) != (&entry.namespace[..], &entry.name[..])
+    };
+    if let Some(other) = shared.stores.claims.filter(elsewhere).first() {
         // The claim of that UID lives under another name: the entry is not the record of a claim that went.
         let reason = format!("its claim {}/{} lives as {}", entry.namespace, entry.name, claim_path(other));
         return reject_entry(shared, &entry.uid, reason).await;

@@ -564,7 +564,7 @@ async fn provisioner_killed_inside_create_volume_leaks_nothing() {
 }
 
 #[tokio::test]
-async fn provisioner_killed_after_recording_the_volume_id_does_not_create_the_volume_again() {
+async fn provisioner_killed_after_recording_the_volume_id_deletes_only_the_volume_of_its_name() {
     let faults = tempfile::NamedTempFile::new().unwrap();
     let fault_path = faults.path().to_path_buf();
     // First a kill inside CreateVolume (the answer comes 5 s late), with the claim deleted meanwhile.
@@ -588,14 +588,16 @@ async fn provisioner_killed_after_recording_the_volume_id_does_not_create_the_vo
     .await;
     second.kill9();
 
-    // The third deletes the recorded volume without creating it again.
+    // The third proves which volume is the entry's before deleting: one CreateVolume by the claim's name
+    // (idempotent, it gives the recorded volume back), then DeleteVolume of that id. A recorded id is never
+    // deleted on the entry's word alone (README, "In-flight journal"): the journal is untrusted input.
     std::fs::write(&fault_path, "{}").unwrap();
     let port = free_port();
     let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
     let _third = world.start_provisioner("csi-provisioner-third", &[endpoint.as_str()]);
     world.no_plugin_volumes_left().await;
     eventually("the journal entry is gone", TIMEOUT, || async { world.journal().await.is_empty() }).await;
-    assert_eq!(create_volume_calls(port).await, 0, "the recorded id spared a CreateVolume (issue #16)");
+    assert_eq!(create_volume_calls(port).await, 1, "one CreateVolume by name proved the recorded volume");
 }
 
 #[tokio::test]

@@ -53,7 +53,7 @@ pub struct InFlightEntry {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     pub spec: PersistentVolumeClaimSpec,
-    /// The volume's id once recovery has learnt it: a restart then deletes it without creating it again.
+    /// The volume's id once recovery has learnt it: compared with the driver's answer after a restart, never deleted on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_id: Option<String>,
 }

@@ -10,7 +10,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use sidecar_runtime::Outcome;
 
-use super::{Shared, claim_path, name_of, namespace_of, prepare};
+use super::{ClaimKey, Shared, claim_path, name_of, namespace_of, prepare};
 use crate::translate::api_errors::cleanup_class_missing;
 use crate::translate::claim_filter::{claim_class_name, selected_node};
 use crate::translate::create_volume::volume_name;
@@ -74,20 +74,29 @@ pub(super) async fn recover(
         Err(message) => return cleanup_failed(shared, &claim, message).await,
     };
     let own_pv_name = own_pv.as_ref().and_then(|pv| pv.metadata.name.clone());
-    let recorded = entry.volume_id.take();
-    if let Some(recorded) = &recorded {
-        match holder(shared, &entry.uid, own_pv.as_ref(), Some(recorded)).await {
-            Ok(None) => {}
+    // The id the entry records, kept only when no other PV holds it.
+    let recorded = match entry.volume_id.take() {
+        None => None,
+        Some(recorded) => match holder(shared, &entry.uid, own_pv.as_ref(), Some(&recorded)).await {
+            Ok(None) => Some(recorded),
             Ok(Some(pv)) if Some(&pv) == own_pv_name.as_ref() => {
                 return recovered(shared, &entry, finalizer_claim, None).await;
             }
             Ok(Some(pv)) => {
                 let reason = format!("it names the volume {recorded:?}, which the PV {pv} holds");
-                return reject_entry(shared, &entry.uid, reason).await;
+                let key =
+                    ClaimKey { uid: entry.uid.clone(), namespace: entry.namespace.clone(), name: entry.name.clone() };
+                if shared.stores.claim(&key).is_none() {
+                    return reject_entry(shared, &entry.uid, reason).await;
+                }
+                // The claim itself is still in the API: its volume is recovered from the claim, and the wrong id is
+                // only forgotten (rejecting the entry would forget the claim's own volume too).
+                tracing::warn!(claim = %claim_path(&claim), %reason, "ignoring the in-flight journal's recorded volume id");
+                None
             }
             Err(message) => return cleanup_failed(shared, &claim, message).await,
-        }
-    }
+        },
+    };
     if own_pv.as_ref().is_some_and(|pv| left_to(pv, &entry.uid, None, shared)) {
         return recovered(shared, &entry, finalizer_claim, None).await;
     }
@@ -99,7 +108,10 @@ pub(super) async fn recover(
             Err(Stopped::Failed(message)) => return cleanup_failed(shared, &claim, message).await,
         };
     if let Some(volume_id) = entry.volume_id.clone() {
-        match holder(shared, &entry.uid, own_pv.as_ref(), Some(&volume_id)).await {
+        // The recorded id was checked above already: the same id needs no second look.
+        let checked = recorded.as_deref() == Some(volume_id.as_str());
+        let held = if checked { Ok(None) } else { holder(shared, &entry.uid, own_pv.as_ref(), Some(&volume_id)).await };
+        match held {
             Ok(None) => {}
             Ok(Some(pv)) => {
                 if Some(&pv) != own_pv_name.as_ref() {

@@ -329,13 +329,14 @@ pub fn write_definition(driver: &str, dir: &Path) -> PathBuf {
 /// hostpath-plugin behind the chart's sidecars (`images`' side), with the chart's extras the definition claims:
 /// fsGroupPolicy File, CSIStorageCapacity objects (csi-provisioner `--enable-capacity`, owned by the Deployment; for
 /// Immediate classes too, which is what the suite's classes are), and a volume limit on the node
-/// ([`VOLUME_LIMIT`]). The controller pods run as root, as upstream's csi-driver-host-path deployment does: the
-/// tests' pods write root-owned files into volumes, and the controller half of hostpath-plugin deletes them.
+/// ([`VOLUME_LIMIT`]). The controller pods run as root (`driver.runAsRoot`, the chart's opt-out of "restricted"), as
+/// upstream's csi-driver-host-path deployment does: the tests' pods write root-owned files into volumes, and the
+/// controller half of hostpath-plugin deletes them. A root pod user alone would not do: the driver container's
+/// default securityContext says runAsNonRoot, and the kubelet would refuse to start it.
 pub async fn install(images: Images) -> NodeDriver {
     let extras = "csiDriver: {fsGroupPolicy: File, storageCapacity: true}\n\
                   provisioner: {extraArgs: [--enable-capacity, --capacity-ownerref-level=2, --capacity-for-immediate-binding]}\n\
-                  podSecurityContext: {runAsNonRoot: false, runAsUser: 0, runAsGroup: 0}\n\
-                  securityContext: {runAsNonRoot: false, runAsUser: 0, runAsGroup: 0}\n";
+                  driver: {runAsRoot: true}\n";
     let limit = format!("--max-volumes-per-node={VOLUME_LIMIT}");
     NodeDriver::install_charts_attaching_with("conf", extras, &[&limit], &images).await
 }

@@ -114,15 +114,23 @@ pub fn driver_probe_check(csi: CsiClient) -> HealthCheck {
     })
 }
 
-/// Every check in order; the first failure is the answer.
 async fn health(State(state): State<AppState>) -> (StatusCode, String) {
-    for check in state.checks.iter() {
+    health_answer(&state.checks, crate::watch::dead_watch()).await
+}
+
+/// Not ok while a watch cache is dead (`dead`: why), then every check in order; the first failure is the answer.
+pub(crate) async fn health_answer(checks: &[HealthCheck], dead: Option<String>) -> (StatusCode, String) {
+    if let Some(reason) = dead {
+        tracing::error!(%reason, "health check failed");
+        return (StatusCode::INTERNAL_SERVER_ERROR, reason);
+    }
+    for check in checks.iter() {
         if let Err(reason) = check().await {
             tracing::error!(%reason, "health check failed");
             return (StatusCode::INTERNAL_SERVER_ERROR, reason);
         }
     }
-    if !state.checks.is_empty() {
+    if !checks.is_empty() {
         tracing::trace!("health check succeeded");
     }
     (StatusCode::OK, "ok".to_string())

@@ -101,7 +101,8 @@ pub(crate) fn names(loops: &[SidecarLoop]) -> String {
     loops.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join(",")
 }
 
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+/// A panic's message, when it carried one (`panic!` with text does).
+pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     match payload.downcast::<String>() {
         Ok(message) => *message,
         Err(payload) => payload.downcast::<&str>().map(|m| m.to_string()).unwrap_or_else(|_| "(no message)".into()),

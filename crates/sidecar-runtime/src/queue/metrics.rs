@@ -4,7 +4,8 @@
 //! existing dashboards keep working; and one client-go lacks,
 //! `workqueue_oldest_item_age_seconds`: how long the key at the head of each
 //! queue has waited for a worker, read at each scrape, so a backlog shows as
-//! its age and not only its depth.
+//! its age and not only its depth; and `workqueue_panics_total`: runs of a
+//! key whose handler panicked (each is retried with backoff).
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -33,6 +34,7 @@ pub struct QueueMetrics {
     depth: Family<Labels, Gauge>,
     adds: Family<Labels, Counter>,
     retries: Family<Labels, Counter>,
+    panics: Family<Labels, Counter>,
     queue_duration: Family<Labels, Histogram, fn() -> Histogram>,
     work_duration: Family<Labels, Histogram, fn() -> Histogram>,
     /// The queues `workqueue_oldest_item_age_seconds` reports.
@@ -47,6 +49,7 @@ impl QueueMetrics {
             depth: Family::default(),
             adds: Family::default(),
             retries: Family::default(),
+            panics: Family::default(),
             queue_duration: Family::new_with_constructor(duration_histogram),
             work_duration: Family::new_with_constructor(duration_histogram),
             backlogs: Backlogs::default(),
@@ -54,6 +57,11 @@ impl QueueMetrics {
         registry.register("workqueue_depth", "Current depth of workqueue", metrics.depth.clone());
         registry.register("workqueue_adds", "Total number of adds handled by workqueue", metrics.adds.clone());
         registry.register("workqueue_retries", "Total number of retries handled by workqueue", metrics.retries.clone());
+        registry.register(
+            "workqueue_panics",
+            "Total number of runs of a key whose handler panicked (the key is retried)",
+            metrics.panics.clone(),
+        );
         registry.register(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested.",
@@ -83,6 +91,7 @@ impl QueueMetrics {
             depth: self.depth.get_or_create(&labels).clone(),
             adds: self.adds.get_or_create(&labels).clone(),
             retries: self.retries.get_or_create(&labels).clone(),
+            panics: self.panics.get_or_create(&labels).clone(),
             queue_duration: self.queue_duration.get_or_create(&labels).clone(),
             work_duration: self.work_duration.get_or_create(&labels).clone(),
         }
@@ -132,6 +141,7 @@ pub(crate) struct BoundQueueMetrics {
     pub depth: Gauge,
     pub adds: Counter,
     pub retries: Counter,
+    pub panics: Counter,
     pub queue_duration: Histogram,
     pub work_duration: Histogram,
 }

@@ -32,9 +32,10 @@ pub use backoff::{RetryPolicy, Schedule};
 pub use metrics::QueueMetrics;
 use metrics::{Backlog, BoundQueueMetrics};
 
-/// What a key needs to be queued: cheap clones, equality and hashing.
-pub trait QueueKey: Clone + Eq + Hash + Send + Sync + 'static {}
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueKey for T {}
+/// What a key needs to be queued: cheap clones, equality and hashing, and `Debug` for the log line of a run that
+/// panicked (keys are object names, never secrets).
+pub trait QueueKey: Clone + Eq + Hash + std::fmt::Debug + Send + Sync + 'static {}
+impl<T: Clone + Eq + Hash + std::fmt::Debug + Send + Sync + 'static> QueueKey for T {}
 
 /// What became of one run of a key, for [`WorkQueue::run`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,7 +302,9 @@ impl<K: QueueKey> WorkQueue<K> {
 
     /// Runs `handler` on `workers` concurrent workers until `stop` fires, then
     /// shuts the queue down and returns once every running key has finished.
-    /// A handler that panics counts as [`Outcome::Retry`]; the worker goes on.
+    /// A handler that panics counts as [`Outcome::Retry`]; the worker goes on. The panic is logged with its key and
+    /// message and counted (`workqueue_panics_total{name}`), as client-go's `HandleCrash` logs it; upstream's process
+    /// would then exit, ours keeps serving every other key and retries this one with backoff.
     pub async fn run<F, Fut>(&self, workers: usize, stop: CancellationToken, handler: F)
     where
         F: Fn(K) -> Fut + Send + Sync + 'static,
@@ -319,8 +322,15 @@ impl<K: QueueKey> WorkQueue<K> {
                     // provisioner's is tens of KB, and it runs 100 workers).
                     let outcome = match AssertUnwindSafe(Box::pin(handler(key.clone()))).catch_unwind().await {
                         Ok(outcome) => outcome,
-                        Err(_) => {
-                            tracing::error!(queue = %queue.name(), "worker panicked; the key will be retried");
+                        Err(payload) => {
+                            let message = crate::supervise::panic_message(payload);
+                            tracing::error!(
+                                queue = %queue.name(), key = ?key, panic = %message,
+                                "worker panicked; the key will be retried"
+                            );
+                            if let Some(metrics) = &queue.inner.metrics {
+                                metrics.panics.inc();
+                            }
                             Outcome::Retry
                         }
                     };

@@ -267,6 +267,43 @@ async fn metrics_follow_the_queue() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_panicking_run_is_counted_and_the_others_go_on() {
+    let mut registry = Registry::default();
+    let metrics = QueueMetrics::register(&mut registry);
+    let queue: WorkQueue<&'static str> = WorkQueue::with_metrics("claims", RetryPolicy::default(), &metrics);
+    let done: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let stop = CancellationToken::new();
+    let run = {
+        let (queue, done, stop) = (queue.clone(), done.clone(), stop.clone());
+        tokio::spawn(async move {
+            queue
+                .run(1, stop, move |key| {
+                    let done = done.clone();
+                    async move {
+                        if key == "bad" {
+                            panic!("bug on {key}");
+                        }
+                        done.lock().unwrap().push(key);
+                        Outcome::Done
+                    }
+                })
+                .await
+        })
+    };
+    queue.add("bad");
+    queue.add("good");
+    // The bad key runs at 0 s, 1 s and 3 s (backoff 1 s, 2 s) within 4 s; the good one once.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    stop.cancel();
+    run.await.unwrap();
+    assert_eq!(*done.lock().unwrap(), ["good"], "one key's panic stops no other key");
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(text.contains("workqueue_panics_total{name=\"claims\"} 3"), "{text}");
+    assert!(text.contains("workqueue_retries_total{name=\"claims\"} 3"), "{text}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_oldest_waiting_key_shows_its_age_per_queue() {
     let mut registry = Registry::default();
     let metrics = QueueMetrics::register(&mut registry);

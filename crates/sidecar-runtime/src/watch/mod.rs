@@ -18,6 +18,7 @@
 //! retry each object from `--retry-interval-start` to `--retry-interval-max`; [`crate::WorkQueue`] does that.
 
 mod cache;
+mod dead;
 mod decode;
 pub mod kinds;
 mod provider;
@@ -33,6 +34,7 @@ use kube::Api;
 use tokio_util::sync::CancellationToken;
 
 pub use cache::Cache;
+pub use dead::dead_watch;
 pub use kinds::{Cached, Key};
 pub use provider::{CacheFeed, CacheProvider};
 pub use written::Written;

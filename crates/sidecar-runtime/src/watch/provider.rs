@@ -140,7 +140,9 @@ impl<K: Cached> SharedCache<K> {
         let id = self.join(&mut state, handler, starts_reflector);
         if starts_reflector {
             let api = state.api.clone().expect("set above");
-            state.reflector = Some(tokio::spawn(reflect(self.clone(), api, self.config.clone())));
+            let kind = K::kind(&()).into_owned();
+            let watch = reflect(self.clone(), api, self.config.clone());
+            state.reflector = Some(tokio::spawn(super::dead::guard(kind, watch)));
         }
         id
     }

@@ -5,6 +5,7 @@
 //! plugin and sidecar processes, works in a namespace of its own, waits with
 //! bounded timeouts, and on failure prints the logs of every process it started.
 
+pub mod api_proxy;
 pub mod attacher_world;
 pub mod audit;
 pub mod backend;

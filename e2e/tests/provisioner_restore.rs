@@ -6,9 +6,11 @@
 
 use std::time::Duration;
 
+use csi_sidecars_e2e::api_proxy::{ApiFaults, ApiProxy, through_proxy};
 use csi_sidecars_e2e::provisioner_world::{
     ProvisionerWorld as World, TIMEOUT, claim, has_finalizer, plugin_volume_rows,
 };
+use csi_sidecars_e2e::sidecar_mode::sidecar_command;
 use csi_sidecars_e2e::{Cluster, binary, eventually, install_snapshot_crds};
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, TypedLocalObjectReference};
 use kube::Api;
@@ -259,5 +261,55 @@ async fn provisioner_crash_during_a_restore_of_a_deleted_claim_leaks_nothing() {
         !has_finalizer(&snapshot.metadata, SOURCE_PROTECTION)
     })
     .await;
+    delete_contents(&world, &[&content]).await;
+}
+
+/// A claim deleted while the provisioner's watches are cut, found gone only by the relist after a 410 (no DELETED
+/// event ever reaches it): the relist hands the claim over as deleted, so the source protection it held on its
+/// snapshot comes off. The orphan sweep is off, so nothing else would lift it; CreateVolume fails with a final error,
+/// so the claim is not in flight either (an in-flight claim found absent is cleaned up by its own worker).
+#[tokio::test]
+async fn a_claim_deleted_while_the_watch_is_cut_is_seen_deleted_at_the_relist() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = world("prov-relist", &[fault_flag.as_str()]).await;
+    let class = world.class("relist", &[], "Delete").await;
+    let proxy = ApiProxy::start(Cluster::shared().kubeconfig(), ApiFaults::standard(0.0)).await.unwrap();
+    let proxied = world.scenario.path("provisioner-through-proxy.kubeconfig");
+    std::fs::copy(world.identity.kubeconfig(), &proxied).unwrap();
+    through_proxy(&proxied, &proxy.url()).unwrap();
+    let mut args = world.provisioner_args(&["--snapshot-orphan-sweep-interval=0"]);
+    args.retain(|arg| !arg.starts_with("--kubeconfig="));
+    args.push(format!("--kubeconfig={}", proxied.display()));
+    let (program, args) = sidecar_command("csi-provisioner", args);
+    let ns = world.ns().to_string();
+    let _provisioner = world.scenario.start_with_env("csi-provisioner", &program, &args, &[("POD_NAMESPACE", &ns)]);
+
+    let origin = origin_volume(&world, &class).await;
+    let (handle, size) = plugin_snapshot(&world, "snap-origin", &origin);
+    let content = bound_snapshot(&world, "snap", &handle, size, None, true).await;
+    std::fs::write(faults.path(), r#"{"CreateVolume": {"code": "InvalidArgument", "message": "refused"}}"#).unwrap();
+    world.claim_object(restore_claim("dropped", &class, "snap", None)).await;
+    world.event("dropped", "ProvisioningFailed", "refused").await;
+    let snapshot = snapshots(&world).get("snap").await.unwrap();
+    assert!(has_finalizer(&snapshot.metadata, SOURCE_PROTECTION), "a pending restore protects its snapshot");
+
+    proxy.hold_watches();
+    world.claims().delete("dropped", &DeleteParams::default()).await.unwrap();
+    eventually("the claim is gone", TIMEOUT, || async { world.claims().get_opt("dropped").await.unwrap().is_none() })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let snapshot = snapshots(&world).get("snap").await.unwrap();
+    assert!(has_finalizer(&snapshot.metadata, SOURCE_PROTECTION), "unseen while the watches are held");
+    proxy.expire_resumed_watches();
+    eventually("the relist hands the claim over as deleted and its protection comes off", TIMEOUT, || async {
+        let snapshot = snapshots(&world).get("snap").await.unwrap();
+        !has_finalizer(&snapshot.metadata, SOURCE_PROTECTION)
+    })
+    .await;
+    let counts = proxy.counts();
+    assert!(counts.get("410 watch").copied().unwrap_or_default() >= 1, "the caches relisted after a 410: {counts:?}");
+    assert!(counts.get("held watch").copied().unwrap_or_default() >= 1, "the watches were cut: {counts:?}");
+    std::fs::write(faults.path(), "{}").unwrap();
     delete_contents(&world, &[&content]).await;
 }

@@ -1,4 +1,4 @@
-//! Fault injection for tests: make chosen RPCs fail, slow down, or fail after doing their work.
+//! Fault injection for tests: make chosen RPCs fail, slow down, fail after doing their work, or answer wrong data.
 //!
 //! `--fault-config FILE` names a JSON object keyed by RPC method name (`CreateVolume`, `NodeStageVolume`, …,
 //! or `*` for every method without an entry of its own):
@@ -18,6 +18,7 @@
 //! | `latency_ms` | 0 | delay before the answer when the rule fires |
 //! | `after_work` | false | do the operation (and persist it) first, then answer with `code`: the caller sees an error although the work is done, as after a lost response |
 //! | `times` | unlimited | how many times the rule fires at most |
+//! | `answer` | none | instead of an error code: do the operation (and persist it), then alter the response. `empty_id`: CreateVolume's `volume_id` or CreateSnapshot's `snapshot_id` is `""`; `zero_capacity`: CreateVolume's or ControllerExpandVolume's `capacity_bytes` is 0; `never_ready`: CreateSnapshot's and ListSnapshots' `ready_to_use` is false for as long as the rule fires. Refused with a `code`, and for a method (or `*`) the answer does not apply to |
 //!
 //! A method may also name a list of rules: alternatives drawn once per call, so their probabilities add up
 //! (at most 1) and at most one fires. `[{"code": "Unavailable", "probability": 0.1}, {"latency_ms": 8000,
@@ -27,12 +28,16 @@
 //! The file is read again whenever its modification time, size or inode changes, which also restarts
 //! the `times` counters; a missing file means no faults. An invalid file is logged and injects nothing.
 
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use csi_client::proto::{
+    ControllerExpandVolumeResponse, CreateSnapshotResponse, CreateVolumeResponse, ListSnapshotsResponse,
+};
 use serde::Deserialize;
 use tonic::Code;
 
@@ -95,6 +100,78 @@ pub enum FaultConfigError {
     Probability { method: String, probability: f64 },
     #[error("{method}: the probabilities of the alternatives add up to {total}, more than 1")]
     AlternativesOverOne { method: String, total: f64 },
+    #[error("{method}: unknown answer {answer} (empty_id, zero_capacity or never_ready)")]
+    UnknownAnswer { method: String, answer: String },
+    #[error("{method}: answer {answer} does not apply to {method}, only to {applies_to}")]
+    AnswerNotForMethod { method: String, answer: &'static str, applies_to: String },
+    #[error("{method}: a rule with an answer has no code (the answer replaces the error)")]
+    AnswerWithCode { method: String },
+}
+
+/// A wrong answer to give after doing the work: the response is altered, as by a driver with a bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// CreateVolume's `volume_id`, CreateSnapshot's `snapshot_id`: empty.
+    EmptyId,
+    /// CreateVolume's and ControllerExpandVolume's `capacity_bytes`: 0.
+    ZeroCapacity,
+    /// CreateSnapshot's and ListSnapshots' `ready_to_use`: false.
+    NeverReady,
+}
+
+impl Answer {
+    const ALL: [Answer; 3] = [Answer::EmptyId, Answer::ZeroCapacity, Answer::NeverReady];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Answer::EmptyId => "empty_id",
+            Answer::ZeroCapacity => "zero_capacity",
+            Answer::NeverReady => "never_ready",
+        }
+    }
+
+    /// The methods whose responses this answer alters.
+    pub fn methods(self) -> &'static [&'static str] {
+        match self {
+            Answer::EmptyId => &["CreateVolume", "CreateSnapshot"],
+            Answer::ZeroCapacity => &["CreateVolume", "ControllerExpandVolume"],
+            Answer::NeverReady => &["CreateSnapshot", "ListSnapshots"],
+        }
+    }
+
+    /// Alters `response` when it is of a type this answer applies to; says whether it did.
+    pub fn apply(self, response: &mut dyn Any) -> bool {
+        match self {
+            Answer::EmptyId => {
+                if let Some(r) = response.downcast_mut::<CreateVolumeResponse>() {
+                    r.volume.iter_mut().for_each(|v| v.volume_id.clear());
+                } else if let Some(r) = response.downcast_mut::<CreateSnapshotResponse>() {
+                    r.snapshot.iter_mut().for_each(|s| s.snapshot_id.clear());
+                } else {
+                    return false;
+                }
+            }
+            Answer::ZeroCapacity => {
+                if let Some(r) = response.downcast_mut::<CreateVolumeResponse>() {
+                    r.volume.iter_mut().for_each(|v| v.capacity_bytes = 0);
+                } else if let Some(r) = response.downcast_mut::<ControllerExpandVolumeResponse>() {
+                    r.capacity_bytes = 0;
+                } else {
+                    return false;
+                }
+            }
+            Answer::NeverReady => {
+                if let Some(r) = response.downcast_mut::<CreateSnapshotResponse>() {
+                    r.snapshot.iter_mut().for_each(|s| s.ready_to_use = false);
+                } else if let Some(r) = response.downcast_mut::<ListSnapshotsResponse>() {
+                    r.entries.iter_mut().filter_map(|e| e.snapshot.as_mut()).for_each(|s| s.ready_to_use = false);
+                } else {
+                    return false;
+                }
+            }
+        }
+        true
+    }
 }
 
 /// One parsed rule.
@@ -106,6 +183,7 @@ pub struct Rule {
     pub latency: Duration,
     pub after_work: bool,
     pub times: Option<u64>,
+    pub answer: Option<Answer>,
 }
 
 /// What to do to one call, decided when the call arrives.
@@ -115,6 +193,8 @@ pub struct Injection {
     pub message: String,
     pub latency: Duration,
     pub after_work: bool,
+    /// Do the work, then alter its response (instead of an error code).
+    pub answer: Option<Answer>,
 }
 
 impl Injection {
@@ -139,6 +219,8 @@ struct RawRule {
     after_work: bool,
     #[serde(default)]
     times: Option<u64>,
+    #[serde(default)]
+    answer: Option<String>,
 }
 
 /// Parses the text of a fault configuration file: each method's rules, alternatives in file order.
@@ -184,6 +266,10 @@ fn parse_rule(method: &str, raw: RawRule) -> Result<Rule, FaultConfigError> {
     if !(0.0..=1.0).contains(&probability) {
         return Err(FaultConfigError::Probability { method, probability });
     }
+    let answer = raw.answer.as_deref().map(|name| parse_answer(&method, name)).transpose()?;
+    if answer.is_some() && code.is_some() {
+        return Err(FaultConfigError::AnswerWithCode { method });
+    }
     Ok(Rule {
         code,
         message: raw.message.unwrap_or_else(|| "injected fault".to_string()),
@@ -191,7 +277,24 @@ fn parse_rule(method: &str, raw: RawRule) -> Result<Rule, FaultConfigError> {
         latency: Duration::from_millis(raw.latency_ms),
         after_work: raw.after_work,
         times: raw.times,
+        answer,
     })
+}
+
+/// An answer by its name, refused for a method whose response it does not alter.
+fn parse_answer(method: &str, name: &str) -> Result<Answer, FaultConfigError> {
+    let answer = Answer::ALL
+        .into_iter()
+        .find(|a| a.name() == name)
+        .ok_or_else(|| FaultConfigError::UnknownAnswer { method: method.to_string(), answer: name.to_string() })?;
+    if !answer.methods().contains(&method) {
+        return Err(FaultConfigError::AnswerNotForMethod {
+            method: method.to_string(),
+            answer: answer.name(),
+            applies_to: answer.methods().join(" and "),
+        });
+    }
+    Ok(answer)
 }
 
 /// A gRPC code by its Go name (`DeadlineExceeded`) or its proto name (`DEADLINE_EXCEEDED`); case and
@@ -297,7 +400,13 @@ impl Faults {
         }
         *fired += 1;
         let rule = rule.clone();
-        Some(Injection { code: rule.code, message: rule.message, latency: rule.latency, after_work: rule.after_work })
+        Some(Injection {
+            code: rule.code,
+            message: rule.message,
+            latency: rule.latency,
+            after_work: rule.after_work,
+            answer: rule.answer,
+        })
     }
 }
 
@@ -351,6 +460,7 @@ mod tests {
                 latency: Duration::from_millis(20),
                 after_work: true,
                 times: Some(3),
+                answer: None,
             }
         );
         assert_eq!(rules["Probe"][0].code, Some(Code::Unavailable));
@@ -359,6 +469,77 @@ mod tests {
         assert_eq!(rules["ListVolumes"][0].code, None);
         assert_eq!(rules["DeleteVolume"][0].code, Some(Code::Unavailable));
         assert_eq!(rules["*"][0].code, Some(Code::Internal));
+
+        // (rule text, method, answer)
+        let answers = [
+            (r#"{"CreateVolume": {"answer": "empty_id", "times": 1}}"#, "CreateVolume", Answer::EmptyId),
+            (r#"{"CreateSnapshot": {"answer": "empty_id"}}"#, "CreateSnapshot", Answer::EmptyId),
+            (r#"{"CreateVolume": {"answer": "zero_capacity"}}"#, "CreateVolume", Answer::ZeroCapacity),
+            (
+                r#"{"ControllerExpandVolume": {"answer": "zero_capacity"}}"#,
+                "ControllerExpandVolume",
+                Answer::ZeroCapacity,
+            ),
+            (r#"{"CreateSnapshot": {"answer": "never_ready"}}"#, "CreateSnapshot", Answer::NeverReady),
+            (r#"{"ListSnapshots": {"answer": "never_ready", "code": "OK"}}"#, "ListSnapshots", Answer::NeverReady),
+        ];
+        for (text, method, want) in answers {
+            let rule = &parse_config(text).unwrap()[method][0];
+            assert_eq!((rule.answer, rule.code), (Some(want), None), "{text}");
+        }
+    }
+
+    #[test]
+    fn answers_alter_the_response() {
+        use csi_client::proto::{Snapshot, Volume, list_snapshots_response::Entry};
+        let volume = || CreateVolumeResponse {
+            volume: Some(Volume { volume_id: "vol-1".into(), capacity_bytes: 10, ..Default::default() }),
+        };
+        let snapshot = || Snapshot { snapshot_id: "snap-1".into(), ready_to_use: true, ..Default::default() };
+        let created = || CreateSnapshotResponse { snapshot: Some(snapshot()) };
+        let listed = || ListSnapshotsResponse {
+            entries: vec![Entry { snapshot: Some(snapshot()) }, Entry { snapshot: Some(snapshot()) }],
+            next_token: String::new(),
+        };
+        let expanded = || ControllerExpandVolumeResponse { capacity_bytes: 10, node_expansion_required: true };
+
+        let mut v = volume();
+        assert!(Answer::EmptyId.apply(&mut v));
+        assert_eq!(v.volume.as_ref().map(|v| (v.volume_id.as_str(), v.capacity_bytes)), Some(("", 10)));
+        let mut v = volume();
+        assert!(Answer::ZeroCapacity.apply(&mut v));
+        assert_eq!(v.volume.as_ref().map(|v| (v.volume_id.as_str(), v.capacity_bytes)), Some(("vol-1", 0)));
+        let mut s = created();
+        assert!(Answer::EmptyId.apply(&mut s));
+        assert_eq!(s.snapshot.as_ref().map(|s| (s.snapshot_id.as_str(), s.ready_to_use)), Some(("", true)));
+        let mut s = created();
+        assert!(Answer::NeverReady.apply(&mut s));
+        assert_eq!(s.snapshot.as_ref().map(|s| (s.snapshot_id.as_str(), s.ready_to_use)), Some(("snap-1", false)));
+        let mut l = listed();
+        assert!(Answer::NeverReady.apply(&mut l));
+        assert!(l.entries.iter().all(|e| e.snapshot.as_ref().is_some_and(|s| !s.ready_to_use)));
+        let mut e = expanded();
+        assert!(Answer::ZeroCapacity.apply(&mut e));
+        assert_eq!((e.capacity_bytes, e.node_expansion_required), (0, true));
+
+        // A response the answer does not apply to is left alone.
+        let mut s = created();
+        assert!(!Answer::ZeroCapacity.apply(&mut s));
+        assert_eq!(s, created());
+        let mut e = expanded();
+        assert!(!Answer::NeverReady.apply(&mut e));
+        assert_eq!(e, expanded());
+    }
+
+    #[test]
+    fn draws_carry_the_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("faults.json");
+        std::fs::write(&path, r#"{"CreateVolume": {"answer": "empty_id", "times": 1}}"#).unwrap();
+        let faults = Faults::with_prng(Some(path), Prng::seeded(5));
+        let injection = faults.draw("CreateVolume").unwrap();
+        assert_eq!((injection.answer, injection.code), (Some(Answer::EmptyId), None));
+        assert_eq!(faults.draw("CreateVolume"), None, "times reached");
     }
 
     #[test]
@@ -375,6 +556,19 @@ mod tests {
             (r#"{"CreateVolume": [{"probability": 0.7}, {"probability": 0.4}]}"#, "add up to 1.1"),
             (r#"{"CreateVolume": [{"code": "Sometimes", "probability": 0.1}]}"#, "unknown gRPC code"),
             (r#"{"CreateVolume": [{"probabilty": 0.1}]}"#, "unknown field"),
+            (r#"{"CreateVolume": {"answer": "garbage"}}"#, "CreateVolume: unknown answer garbage"),
+            (r#"{"CreateVolume": {"answer": 3}}"#, "invalid type"),
+            (
+                r#"{"DeleteVolume": {"answer": "empty_id"}}"#,
+                "DeleteVolume: answer empty_id does not apply to DeleteVolume, only to CreateVolume and CreateSnapshot",
+            ),
+            (r#"{"CreateSnapshot": {"answer": "zero_capacity"}}"#, "does not apply to CreateSnapshot"),
+            (r#"{"CreateVolume": {"answer": "never_ready"}}"#, "does not apply to CreateVolume"),
+            (r#"{"*": {"answer": "empty_id"}}"#, "does not apply to *"),
+            (
+                r#"{"CreateVolume": {"answer": "empty_id", "code": "Internal"}}"#,
+                "CreateVolume: a rule with an answer has no code",
+            ),
         ];
         for (text, want) in cases {
             let err = parse_config(text).unwrap_err().to_string();

@@ -165,6 +165,15 @@ impl Plugin {
         tracing::debug!(method, ?request, "request");
         let result = match self.shared.faults.draw(method) {
             None => self.run(request, work).await,
+            Some(fault) if fault.answer.is_some() => {
+                // The work is done and persisted; then its response is altered, as by a driver with a bug.
+                let mut result = self.run(request, work).await;
+                tokio::time::sleep(fault.latency).await;
+                let answer = fault.answer.map(|a| a.name());
+                let altered = fault.answer.zip(result.as_mut().ok()).is_some_and(|(a, r)| a.apply(r));
+                tracing::warn!(method, answer, done = result.is_ok(), altered, "injected fault after the work");
+                result
+            }
             Some(fault) if fault.after_work => {
                 let result = self.run(request, work).await;
                 tokio::time::sleep(fault.latency).await;

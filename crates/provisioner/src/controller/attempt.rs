@@ -69,6 +69,10 @@ pub(super) async fn try_provision(
     let volume = response.volume.unwrap_or_default();
     let pv = match persistent_volume(&volume, &plan, &references, claim, &class, &shared.provisioner) {
         Ok(pv) => pv,
+        Err(rejection) if !rejection.needs_cleanup() => {
+            // Nothing to delete by id: the claim stays in flight and the retry, by the same name, learns the id.
+            return Err(rejection.refusal(&plan.volume_name, None));
+        }
         Err(rejection) => {
             let cleanup = delete_rejected_volume(shared, &volume.volume_id, credentials, migrated).await;
             return Err(rejection.refusal(&plan.volume_name, cleanup.err().as_deref()));

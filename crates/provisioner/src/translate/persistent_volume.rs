@@ -27,17 +27,26 @@ use sidecar_runtime::quantity::binary_si_quantity;
 
 /// A created volume that cannot be used: the controller deletes it (DeleteVolume with the provisioner secret, up to
 /// five tries within one `--timeout`) and CreateVolume is tried again: a volume smaller than asked for, or without the
-/// content source asked for.
+/// content source asked for. An answer without a volume id names nothing to delete or record: CreateVolume is
+/// only tried again, under the same name, until the driver names the volume it made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VolumeRejection {
+    EmptyVolumeId,
     CapacityTooSmall { created: i64, requested: i64 },
     ContentSourceMissing,
 }
 
 impl VolumeRejection {
+    /// Whether the volume goes (DeleteVolume) before CreateVolume is tried again: not when it has no id.
+    pub fn needs_cleanup(&self) -> bool {
+        !matches!(self, VolumeRejection::EmptyVolumeId)
+    }
+
     /// The refusal (`InBackground`), naming the orphan when the cleanup failed with `cleanup_error`.
     pub fn refusal(&self, volume_name: &str, cleanup_error: Option<&str>) -> Refusal {
         let (mut message, cleanup) = match self {
+            // The driver may hold a volume under the CreateVolume name; the claim stays in flight until it says.
+            VolumeRejection::EmptyVolumeId => ("the driver returned an empty volume id".to_string(), "cleanup"),
             VolumeRejection::CapacityTooSmall { created, requested } => {
                 (format!("created volume capacity {created} less than requested capacity {requested}"), "Cleanup")
             }
@@ -52,8 +61,8 @@ impl VolumeRejection {
 
 /// The PV for `volume`, pre-bound to the claim so that the cluster's binder completes the bind.
 ///
-/// Capacity is the driver's, or the request when the driver says 0; a smaller capacity, or no content source when
-/// the claim has a data source, rejects the volume.
+/// Capacity is the driver's, or the request when the driver says 0 (CSI: unknown); an empty volume id, a smaller
+/// capacity, or no content source when the claim has a data source, rejects the volume.
 pub fn persistent_volume(
     volume: &Volume,
     plan: &CreateVolumePlan,
@@ -62,6 +71,9 @@ pub fn persistent_volume(
     class: &StorageClass,
     provisioner: &Provisioner,
 ) -> Result<PersistentVolume, VolumeRejection> {
+    if volume.volume_id.is_empty() {
+        return Err(VolumeRejection::EmptyVolumeId);
+    }
     let capacity = match volume.capacity_bytes {
         0 => plan.required_bytes,
         created if created < plan.required_bytes => {
@@ -516,6 +528,20 @@ mod tests {
         type Row<'a> = (&'static str, Volume, PersistentVolumeClaim, &'a Provisioner, Result<(), VolumeRejection>);
         let table: Vec<Row> = vec![
             (
+                "an empty volume id",
+                Volume { volume_id: String::new(), ..volume(GI) },
+                claim(|_| {}),
+                &p,
+                Err(VolumeRejection::EmptyVolumeId),
+            ),
+            (
+                "an empty volume id is named before a small capacity",
+                Volume { volume_id: String::new(), ..volume(GI - 1) },
+                claim(|_| {}),
+                &p,
+                Err(VolumeRejection::EmptyVolumeId),
+            ),
+            (
                 "28: smaller than requested",
                 volume(GI - 1),
                 claim(|_| {}),
@@ -567,6 +593,7 @@ mod tests {
                 "created volume capacity 5 less than requested capacity 10. Cleanup of volume pvc-1 failed, volume is orphaned: boom",
             ),
             ("29: message", VolumeRejection::ContentSourceMissing, None, "volume content source missing"),
+            ("empty id: message", VolumeRejection::EmptyVolumeId, None, "the driver returned an empty volume id"),
             (
                 "29: cleanup failure names the orphan",
                 VolumeRejection::ContentSourceMissing,
@@ -577,6 +604,16 @@ mod tests {
         for (rule, rejection, cleanup, message) in table {
             let refusal = rejection.refusal("pvc-1", cleanup);
             assert_eq!((refusal.state, refusal.message.as_str()), (ProvisioningState::InBackground, message), "{rule}");
+        }
+
+        // (rejection, whether the volume is deleted before the retry)
+        let table = [
+            (VolumeRejection::EmptyVolumeId, false),
+            (VolumeRejection::CapacityTooSmall { created: 5, requested: 10 }, true),
+            (VolumeRejection::ContentSourceMissing, true),
+        ];
+        for (rejection, cleanup) in table {
+            assert_eq!(rejection.needs_cleanup(), cleanup, "{rejection:?}");
         }
     }
 

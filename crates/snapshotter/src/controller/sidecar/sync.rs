@@ -15,7 +15,8 @@ use crate::translate::sidecar::creation::create_plan;
 use crate::translate::sidecar::deletion::{DeletionFailure, DeletionStep, deletion_failed_event, snapshot_deleted};
 use crate::translate::sidecar::filter::handles_content;
 use crate::translate::sidecar::outcome::{
-    Described, Failed, Phase, SnapshotInfo, create_snapshot_failed, snapshot_described, step_failed,
+    Described, Failed, Phase, SnapshotInfo, create_snapshot_answered, create_snapshot_failed, snapshot_described,
+    step_failed,
 };
 use crate::translate::sidecar::readiness::{ReadinessCheck, listed, readiness_check};
 use crate::translate::sidecar::sync::{SyncStep, sync_step};
@@ -87,8 +88,14 @@ async fn create(
     match shared.csi.create_snapshot(request).await {
         Ok(response) => {
             let snapshot = response.snapshot.unwrap_or_default();
-            let described = snapshot_described(&content, &SnapshotInfo::from_csi(&snapshot, now_ns()));
-            write_described(shared, content, described).await
+            let info = SnapshotInfo::from_csi(&snapshot, now_ns());
+            match create_snapshot_answered(&content, phase, &info, now()) {
+                Ok(described) => write_described(shared, content, described).await,
+                Err(failed) => {
+                    tracing::warn!(content = %name, error = %failed.event.message, "CreateSnapshot answer refused");
+                    write_failure(shared, content, failed).await
+                }
+            }
         }
         Err(error) => {
             tracing::warn!(content = %name, %error, "CreateSnapshot failed");

@@ -97,6 +97,26 @@ pub fn snapshot_described(content: &VolumeSnapshotContent, info: &SnapshotInfo) 
     }
 }
 
+/// What a CreateSnapshot answer without a snapshot id records, as the error of the step.
+pub const EMPTY_SNAPSHOT_ID: &str = "the driver returned an empty snapshot id";
+
+/// The driver answered CreateSnapshot. An answer without a snapshot id names nothing the content could record, and
+/// nothing DeleteSnapshot could remove later: it is recorded as the step's error, the being-created annotation stays
+/// (the driver may hold a snapshot under the request's name), and CreateSnapshot, idempotent by name, is asked
+/// again. Upstream records the empty handle, which no later answer replaces (external-snapshotter
+/// pkg/sidecar-controller/snapshot_controller.go, updateSnapshotContentStatus).
+pub fn create_snapshot_answered(
+    content: &VolumeSnapshotContent,
+    phase: Phase,
+    info: &SnapshotInfo,
+    now: Time,
+) -> Result<Described, Failed> {
+    if info.snapshot_id.is_empty() {
+        return Err(step_failed(content, phase, EMPTY_SNAPSHOT_ID, now));
+    }
+    Ok(snapshot_described(content, info))
+}
+
 /// The writes after a failed step.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Failed {
@@ -282,6 +302,71 @@ mod tests {
         for (rule, content, info, status, drop, requeue) in table {
             let want = Described { status, drop_being_created: drop, requeue };
             assert_eq!(snapshot_described(&content, &info), want, "{rule}");
+        }
+    }
+
+    #[test]
+    fn answers_without_a_snapshot_id() {
+        let now = Time(Timestamp::UNIX_EPOCH);
+        let creating = annotate(content(), ANN_VOLUME_SNAPSHOT_BEING_CREATED, "yes");
+        let polled = {
+            let mut c = creating.clone();
+            c.status = Some(VolumeSnapshotContentStatus {
+                error: Some(SnapshotError {
+                    time: None,
+                    message: Some(format!("Failed to create snapshot: {EMPTY_SNAPSHOT_ID}")),
+                }),
+                ready_to_use: Some(false),
+                ..Default::default()
+            });
+            c
+        };
+        let empty = SnapshotInfo { snapshot_id: String::new(), ..info(true, 100) };
+        // (rule, content, phase, answer, event reason, status written, handle recorded)
+        let table = [
+            (
+                "first answer without an id: an error, no handle",
+                creating.clone(),
+                Phase::Create,
+                empty.clone(),
+                Some(REASON_SNAPSHOT_CREATION_FAILED),
+                true,
+                None,
+            ),
+            (
+                "again without an id: an error of the check",
+                polled.clone(),
+                Phase::Poll,
+                empty,
+                Some(REASON_CHECK_AND_UPDATE_FAILED),
+                true,
+                None,
+            ),
+            ("then with an id: recorded", polled, Phase::Poll, info(true, 100), None, true, Some("snap-1")),
+            ("an id at once: recorded", creating, Phase::Create, info(false, 0), None, true, Some("snap-1")),
+        ];
+        for (rule, content, phase, answer, reason, written, handle) in table {
+            match create_snapshot_answered(&content, phase, &answer, now.clone()) {
+                Err(failed) => {
+                    assert_eq!(Some(failed.event.reason), reason, "{rule}");
+                    assert!(failed.event.message.ends_with(EMPTY_SNAPSHOT_ID), "{rule}: {}", failed.event.message);
+                    assert_eq!(failed.drop_being_created, None, "{rule}: the annotation stays");
+                    let status = failed.status.map(|s| s.status);
+                    assert_eq!(status.is_some(), written, "{rule}");
+                    let status = status.unwrap_or_default();
+                    assert_eq!(
+                        (status.snapshot_handle.as_deref(), status.ready_to_use),
+                        (handle, Some(false)),
+                        "{rule}"
+                    );
+                }
+                Ok(described) => {
+                    assert_eq!(reason, None, "{rule}: {described:?}");
+                    let status = described.status.map(|s| s.status);
+                    assert_eq!(status.is_some(), written, "{rule}");
+                    assert_eq!(status.and_then(|s| s.snapshot_handle).as_deref(), handle, "{rule}");
+                }
+            }
         }
     }
 

@@ -82,11 +82,16 @@ fn entry(namespace: &str, name: &str, uid: &str, class: &str, volume_id: Option<
     entry
 }
 
-/// Waits for the Warning on the journal's Lease naming the entry; then the entry is gone from the journal.
-async fn rejected(world: &World, uid: &str) {
-    world.event(&world.journal_name(), REJECTED, uid).await;
+/// Waits until the provisioner has dealt with the entry: it is gone from the journal (a provisioner that trusted it
+/// erases it too, once it has acted on it).
+async fn dealt_with(world: &World, uid: &str) {
     eventually("the forged entry left the journal", TIMEOUT, || async { !world.journal().await.contains_key(uid) })
         .await;
+}
+
+/// The Warning on the journal's Lease naming the entry.
+async fn rejected(world: &World, uid: &str) {
+    world.event(&world.journal_name(), REJECTED, uid).await;
 }
 
 #[tokio::test]
@@ -105,10 +110,11 @@ async fn a_forged_entry_naming_a_bound_claims_volume_deletes_nothing() {
     forge(&world, &forger, &uid, entry(world.ns(), "ghost", &uid, &class, Some(&handle))).await;
     let _restarted = world.start_provisioner("csi-provisioner-restarted", &[]);
 
-    rejected(&world, &uid).await;
+    dealt_with(&world, &uid).await;
     assert_eq!(world.plugin_volumes(), vec![handle], "the Bound claim's volume is still there");
     let claim = world.claims().get("victim").await.unwrap();
     assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
+    rejected(&world, &uid).await;
 }
 
 #[tokio::test]
@@ -136,11 +142,12 @@ async fn a_forged_entry_of_another_namespace_reads_no_secret_there() {
     forge(&world, &forger, &uid, entry(other.name(), "ghost", &uid, &class, None)).await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
 
-    rejected(&world, &uid).await;
+    dealt_with(&world, &uid).await;
     let reads: Vec<_> = requests_of(world.identity.username())
         .into_iter()
         .filter(|r| r.resource == "secrets" && r.name == secret_name)
         .collect();
     assert!(reads.is_empty(), "the provisioner read the other namespace's Secret: {reads:?}");
     assert!(world.plugin_volumes().is_empty(), "no volume was made for the forged entry");
+    rejected(&world, &uid).await;
 }

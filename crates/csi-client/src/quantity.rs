@@ -150,37 +150,50 @@ pub fn quantity_bytes(text: &str) -> Result<i64, QuantityError> {
         }
     };
 
-    // value = mantissa / 10^scale * base^exponent, computed on u128 with saturation.
-    let digits: String = [whole, fraction].concat();
-    let digits = digits.trim_start_matches('0');
+    // value = digits / 10^scale * base^exponent. A binary factor multiplies the digits exactly first, so that no
+    // saturation comes before the division.
+    let mut digits: Vec<u8> = whole.bytes().chain(fraction.bytes()).map(|b| b - b'0').collect();
     let mut scale = fraction.len() as i64;
+    if base == 2 {
+        multiply_digits(&mut digits, 1u128 << exponent);
+    } else {
+        scale -= i64::from(exponent);
+    }
     let mut mantissa: u128 = 0;
-    for b in digits.bytes() {
-        if mantissa > u128::MAX / 100 {
-            // Further digits only matter for rounding; count them as scale instead.
+    let mut dropped_nonzero = false;
+    for &d in digits.iter().skip_while(|&&d| d == 0) {
+        // Leaves room for the guard digit below.
+        if mantissa > u128::MAX / 1000 {
+            // Further digits only matter for rounding; count them as scale, and note whether any is not zero.
             scale -= 1;
+            dropped_nonzero |= d != 0;
             continue;
         }
-        mantissa = mantissa * 10 + u128::from(b - b'0');
+        mantissa = mantissa * 10 + u128::from(d);
     }
-    let magnitude = if base == 2 {
-        let shifted = shift_left_saturating(mantissa, exponent as u32);
-        divide_rounding_up(shifted, scale)
-    } else {
-        divide_rounding_up(mantissa, scale - i64::from(exponent))
-    };
-    let bytes = i64::try_from(magnitude).unwrap_or(i64::MAX);
+    if dropped_nonzero {
+        // A guard digit 1 for the dropped ones: the value stays strictly between the same two whole bytes.
+        mantissa = mantissa * 10 + 1;
+        scale += 1;
+    }
+    let bytes = i64::try_from(divide_rounding_up(mantissa, scale)).unwrap_or(i64::MAX);
     Ok(if negative { -bytes } else { bytes })
 }
 
-fn shift_left_saturating(value: u128, bits: u32) -> u128 {
-    if value == 0 {
-        0
-    } else if value.leading_zeros() < bits {
-        u128::MAX
-    } else {
-        value << bits
+/// `digits * factor` in place, on decimal digits (most significant first).
+fn multiply_digits(digits: &mut Vec<u8>, factor: u128) {
+    let mut carry = 0u128;
+    for d in digits.iter_mut().rev() {
+        let x = u128::from(*d) * factor + carry;
+        *d = (x % 10) as u8;
+        carry = x / 10;
     }
+    let mut high = Vec::new();
+    while carry > 0 {
+        high.push((carry % 10) as u8);
+        carry /= 10;
+    }
+    digits.splice(0..0, high.into_iter().rev());
 }
 
 /// `value / 10^scale` rounded up; a negative scale multiplies.
@@ -249,6 +262,12 @@ mod tests {
             ("empty", "", Err(QuantityError)),
             ("two dots", "1.2.3", Err(QuantityError)),
             ("bare exponent", "1e", Err(QuantityError)),
+            (
+                "a binary factor does not saturate before the fraction divides",
+                ".310000000000000000000000000Ti",
+                Ok(340848604611),
+            ),
+            ("digits past u128 still round up", &format!("1.{}1", "0".repeat(45)), Ok(2)),
         ];
         for (case, text, want) in table {
             assert_eq!(quantity_bytes(text), want, "{case}: {text}");

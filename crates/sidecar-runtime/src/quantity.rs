@@ -14,3 +14,7 @@ pub fn quantity_bytes(quantity: &Quantity) -> Result<i64, QuantityError> {
 pub fn binary_si_quantity(bytes: i64) -> Quantity {
     Quantity(csi_client::quantity::binary_si(bytes))
 }
+
+#[cfg(test)]
+#[path = "quantity_prop.rs"]
+mod prop_tests;

@@ -75,13 +75,11 @@ pub fn parse_go_duration(input: &str) -> Result<Duration, DurationError> {
         let overflow = || DurationError::Overflow(input.to_string());
         let whole: u128 = if int_digits.is_empty() { 0 } else { int_digits.parse().map_err(|_| overflow())? };
         let mut nanos = whole.checked_mul(unit_nanos).ok_or_else(overflow)?;
-        if !frac_digits.is_empty() {
-            // Only the digits that can still matter at nanosecond precision.
-            let digits = &frac_digits[..frac_digits.len().min(30)];
-            let fraction: u128 = digits.parse().map_err(|_| overflow())?;
-            let scale = 10u128.pow(digits.len() as u32);
-            nanos = nanos.checked_add(fraction * unit_nanos / scale).ok_or_else(overflow)?;
-        }
+        // The fraction's whole nanoseconds, exactly, by long multiplication of its digits by the unit from the last
+        // one: what carries out of the first is the whole part (always less than a unit, so it cannot overflow).
+        let fraction_nanos =
+            frac_digits.bytes().rev().fold(0u128, |carry, digit| (u128::from(digit - b'0') * unit_nanos + carry) / 10);
+        nanos = nanos.checked_add(fraction_nanos).ok_or_else(overflow)?;
         total_nanos = total_nanos.checked_add(nanos).ok_or_else(overflow)?;
         rest = after_unit;
     }
@@ -123,6 +121,9 @@ mod tests {
             ("42ns", Duration::from_nanos(42)),
             ("1.000000001s", Duration::from_nanos(1_000_000_001)),
             ("3m0.5s", Duration::from_millis(180_500)),
+            // A fraction whose digits times the unit exceed u128.
+            (".10000000000000000000000000000h", Duration::from_secs(360)),
+            ("0.999999999999999999999999999999999999999999ns", Duration::ZERO),
         ];
         for (input, expected) in cases {
             assert_eq!(parse_go_duration(input).as_ref(), Ok(expected), "input {input:?}");

@@ -281,3 +281,7 @@ where
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "duration_prop.rs"]
+mod prop_tests;

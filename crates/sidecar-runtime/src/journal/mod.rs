@@ -14,6 +14,9 @@
 
 pub mod merge;
 #[cfg(test)]
+#[path = "journal_prop.rs"]
+mod prop_tests;
+#[cfg(test)]
 mod writer_tests;
 
 use std::collections::BTreeMap;

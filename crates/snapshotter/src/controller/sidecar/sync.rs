@@ -93,7 +93,7 @@ async fn create(
                 Ok(described) => write_described(shared, content, described).await,
                 Err(failed) => {
                     tracing::warn!(content = %name, error = %failed.event.message, "CreateSnapshot answer refused");
-                    write_failure(shared, content, failed).await
+                    write_failure(shared, content, *failed).await
                 }
             }
         }

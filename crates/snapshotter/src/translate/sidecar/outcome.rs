@@ -110,9 +110,9 @@ pub fn create_snapshot_answered(
     phase: Phase,
     info: &SnapshotInfo,
     now: Time,
-) -> Result<Described, Failed> {
+) -> Result<Described, Box<Failed>> {
     if info.snapshot_id.is_empty() {
-        return Err(step_failed(content, phase, EMPTY_SNAPSHOT_ID, now));
+        return Err(Box::new(step_failed(content, phase, EMPTY_SNAPSHOT_ID, now)));
     }
     Ok(snapshot_described(content, info))
 }

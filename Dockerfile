@@ -9,12 +9,15 @@
 # buildah, kaniko and `docker buildx` read this file as it is. linux/amd64 only (the static gnu target).
 
 FROM docker.io/library/rust:1-bookworm AS build
+# cargo-auditable, the version image/build.sh pins: each binary carries the crates and versions it was built from
+# (section .dep-v0, which Trivy, Grype and Syft read), as `make image`'s do.
+RUN cargo install --locked --version 0.7.7 cargo-auditable
 WORKDIR /src
 COPY . .
 # --target keeps +crt-static off build scripts and proc macros; the cache mounts only speed up rebuilds.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked \
+    RUSTFLAGS="-C target-feature=+crt-static" cargo auditable build --release --locked \
       --target x86_64-unknown-linux-gnu -p provisioner -p resizer -p snapshot-binaries -p attacher \
       -p node-driver-registrar -p livenessprobe -p csi-sidecars \
       --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin snapshot-controller \

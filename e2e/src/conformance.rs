@@ -332,11 +332,13 @@ pub fn write_definition(driver: &str, dir: &Path) -> PathBuf {
 /// ([`VOLUME_LIMIT`]). The controller pods run as root (`driver.runAsRoot`, the chart's opt-out of "restricted"), as
 /// upstream's csi-driver-host-path deployment does: the tests' pods write root-owned files into volumes, and the
 /// controller half of hostpath-plugin deletes them. A root pod user alone would not do: the driver container's
-/// default securityContext says runAsNonRoot, and the kubelet would refuse to start it.
+/// default securityContext says runAsNonRoot, and the kubelet would refuse to start it. Its default also drops every
+/// capability, and root without CAP_DAC_OVERRIDE cannot write in the state directory the chart's user owns, nor
+/// delete what the tests' pods wrote: `capabilities: null` gives it the runtime's default set, as upstream's has.
 pub async fn install(images: Images) -> NodeDriver {
     let extras = "csiDriver: {fsGroupPolicy: File, storageCapacity: true}\n\
                   provisioner: {extraArgs: [--enable-capacity, --capacity-ownerref-level=2, --capacity-for-immediate-binding]}\n\
-                  driver: {runAsRoot: true}\n";
+                  driver: {runAsRoot: true, securityContext: {capabilities: null}}\n";
     let limit = format!("--max-volumes-per-node={VOLUME_LIMIT}");
     NodeDriver::install_charts_attaching_with("conf", extras, &[&limit], &images).await
 }

@@ -1,11 +1,12 @@
 //! hostpath-plugin with our sidecars on the node, every image ours, deployed one of two ways after
 //! charts/snapshot-controller (`helm install --wait`):
-//! - [`NodeDriver::install_charts`]: by charts/csi-sidecars, as the README's "Installing with Helm" shows: the
-//!   controller half (2 replicas, leader election, run as the chart's user), the node half (the driver in node mode,
-//!   csi-node-driver-registrar, livenessprobe) and the CSIDriver object. Each half keeps its state in a host
-//!   directory of its own: hostpath-plugin keeps its books in memory per process, so two processes cannot share one
-//!   (these tests mount no volume; [`NodeDriver::install_upstream`] runs both halves in one process for those that
-//!   do).
+//! - [`NodeDriver::install_charts`]: by charts/csi-sidecars, as the README's "Installing with Helm" shows, in two
+//!   releases: the controller half (2 replicas, leader election, run as the chart's user) and the CSIDriver object
+//!   in the test's namespace, which enforces the "restricted" Pod Security Standard (snapshot-controller there too),
+//!   and the node half (the driver in node mode, csi-node-driver-registrar, livenessprobe: privileged) in a
+//!   namespace of its own. Each half keeps its state apart, the controller's in an emptyDir (restricted allows no
+//!   hostPath): hostpath-plugin keeps its books in memory per process, so two processes cannot share one (these
+//!   tests mount no volume; [`NodeDriver::install_upstream`] runs both halves in one process for those that do).
 //! - [`NodeDriver::install_upstream`]: by upstream's csi-driver-host-path manifests with the images swapped
 //!   ([`crate::upstream_manifests`]): one pod, the driver as root.
 //!
@@ -23,7 +24,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent};
 
-use crate::helm::{Chart, Release};
+use crate::helm::{Chart, Release, enforce_pod_security};
 use crate::node::{CHART_USER, NODE_TIMEOUT, Node, apply, ready_pods};
 use crate::upstream_manifests::hostpath_manifests;
 use crate::{Cluster, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, wait_for};
@@ -69,23 +70,31 @@ impl Images {
 pub struct NodeDriver {
     pub client: kube::Client,
     pub driver: String,
-    // Dropped in this order: the releases (their pods go), the upstream manifests' identity, then the namespace.
+    // Dropped in this order: the releases (their pods go), the upstream manifests' identity, then the namespaces.
     sidecars: Option<Release>,
+    /// The node half's release, when it has a namespace of its own.
+    node_release: Option<Release>,
     controller: Option<Release>,
     identity: Option<(SidecarIdentity, Scenario)>,
     state: PathBuf,
     /// Upstream's manifests with their csi-attacher and `attachRequired: true`.
     attach_required: bool,
     ns: TestNamespace,
+    /// The node half's namespace, when not `ns`.
+    node_ns: Option<TestNamespace>,
     classes: Vec<(&'static str, String)>,
 }
 
 impl NodeDriver {
-    /// A new namespace with charts/snapshot-controller installed in it (its image from `images`' registry).
-    async fn prepare(prefix: &str, state_owner: u32, images: &Images) -> NodeDriver {
+    /// A new namespace with charts/snapshot-controller installed in it (its image from `images`' registry), enforcing
+    /// Pod Security `level` when there is one.
+    async fn prepare(prefix: &str, state_owner: u32, images: &Images, level: Option<&str>) -> NodeDriver {
         let node = Node::shared();
         let client = Cluster::shared().client().await;
         let ns = TestNamespace::create(&client, prefix).await;
+        if let Some(level) = level {
+            enforce_pod_security(&client, ns.name(), level).await;
+        }
         let driver = format!("{}.csi.k8s.io", ns.name());
         let state = node.host_dir(ns.name(), state_owner);
         let controller = Release::install_ready(
@@ -103,28 +112,38 @@ impl NodeDriver {
             client,
             driver,
             sidecars: None,
+            node_release: None,
             controller: Some(controller),
             identity: None,
             state,
             attach_required: false,
             ns,
+            node_ns: None,
             classes: Vec::new(),
         }
     }
 
-    /// Both charts in a new namespace, every pod ready (`helm install --wait`, then each container).
+    /// Both charts, every pod ready (`helm install --wait`, then each container): snapshot-controller and the
+    /// controller half in a new namespace enforcing "restricted", the node half in another (privileged).
     ///
     /// The Deployment starts with one replica and is scaled to two (`helm upgrade --set replicas=2`) once that
     /// replica leads every sidecar: hostpath-plugin keeps its books in memory per process, so the sidecars' leaders
     /// must share a pod (two pods' drivers would each know only the volumes made through them). The second pod
     /// stands by for every sidecar; when the leader pod goes, it takes every Lease.
     pub async fn install_charts(prefix: &str, mode: Mode) -> NodeDriver {
-        let mut installed = Self::prepare(prefix, CHART_USER, &Images::Ours).await;
+        let mut installed = Self::prepare(prefix, CHART_USER, &Images::Ours, Some("restricted")).await;
         let values_file = installed.state.with_extension("values.yaml");
-        let state = installed.state.display().to_string();
         let node_state = Node::shared().host_dir(&format!("{}-node", installed.ns()), 0).display().to_string();
-        std::fs::write(&values_file, values(&installed.driver, mode, &state, &node_state, false, &[])).unwrap();
-        let mut values = vec!["-f".to_string(), values_file.display().to_string()];
+        let all = values(&installed.driver, mode, "emptyDir: {}", &node_state, false, &[]);
+        std::fs::write(&values_file, all).unwrap();
+        let node_ns = TestNamespace::create(&installed.client, &format!("{prefix}-node")).await;
+        let file = values_file.display().to_string();
+        let node_values = ["-f", &file, "--set", "controller.enabled=false", "--set", "csiDriver.enabled=false"];
+        let node_values: Vec<String> = node_values.map(String::from).to_vec();
+        installed.node_release =
+            Some(Release::install_ready(Chart::CsiSidecars, node_ns.name(), node_ns.name(), &node_values));
+        installed.node_ns = Some(node_ns);
+        let mut values = ["-f", &file, "--set", "node.enabled=false"].map(String::from).to_vec();
         let one = ["--set".to_string(), "replicas=1".to_string()];
         let sidecars =
             Release::install_ready(Chart::CsiSidecars, installed.ns(), installed.ns(), &[&values[..], &one].concat());
@@ -159,7 +178,7 @@ impl NodeDriver {
         node_args: &[&str],
         images: &Images,
     ) -> NodeDriver {
-        let mut installed = Self::prepare(prefix, CHART_USER, images).await;
+        let mut installed = Self::prepare(prefix, CHART_USER, images, None).await;
         installed.attach_required = true;
         // hostpath-plugin's layout, made as the controller half's user: the node half (root) would otherwise make it
         // first, and the controller half could not write in it.
@@ -170,7 +189,8 @@ impl NodeDriver {
         }
         let values_file = installed.state.with_extension("values.yaml");
         let state = installed.state.display().to_string();
-        std::fs::write(&values_file, values(&installed.driver, Mode::Separate, &state, &state, true, node_args))
+        let host_state = format!("hostPath: {{path: {state}, type: Directory}}");
+        std::fs::write(&values_file, values(&installed.driver, Mode::Separate, &host_state, &state, true, node_args))
             .unwrap();
         let extra_file = installed.state.with_extension("extra.yaml");
         std::fs::write(&extra_file, extra_values).unwrap();
@@ -199,7 +219,7 @@ impl NodeDriver {
     }
 
     async fn install_upstream_with(prefix: &str, attach_required: bool) -> NodeDriver {
-        let mut installed = Self::prepare(prefix, 0, &Images::Ours).await;
+        let mut installed = Self::prepare(prefix, 0, &Images::Ours, None).await;
         installed.attach_required = attach_required;
         let scenario = Scenario::new(prefix);
         let mut sidecars = vec![Sidecar::Provisioner, Sidecar::Resizer, Sidecar::Snapshotter];
@@ -230,6 +250,11 @@ impl NodeDriver {
         self.ns.name()
     }
 
+    /// The node half's namespace.
+    pub fn node_ns(&self) -> &str {
+        self.node_ns.as_ref().unwrap_or(&self.ns).name()
+    }
+
     /// The chart's ServiceAccount, as the API server names its user.
     pub fn account(&self) -> String {
         format!("system:serviceaccount:{}:{}-csi-sidecars", self.ns(), self.ns())
@@ -242,7 +267,7 @@ impl NodeDriver {
 
     /// The node pod, once ready.
     pub async fn node_pods(&self) -> Vec<Pod> {
-        ready_pods(&self.client, self.ns(), "app.kubernetes.io/component=node", 1).await
+        ready_pods(&self.client, self.node_ns(), "app.kubernetes.io/component=node", 1).await
     }
 
     /// The snapshot-controller's pods, once ready.
@@ -336,6 +361,9 @@ impl Drop for NodeDriver {
     fn drop(&mut self) {
         if std::thread::panicking() {
             print_pods(self.ns());
+            if let Some(node_ns) = &self.node_ns {
+                print_pods(node_ns.name());
+            }
         }
         // What the driver serves goes while it still runs: the pods using its volumes (the kubelet needs it to
         // unpublish them), then snapshots and volumes (finalizers only its sidecars and the snapshot-controller
@@ -343,6 +371,7 @@ impl Drop for NodeDriver {
         let (namespace, driver) = (self.ns().to_string(), self.driver.clone());
         crate::clean_up(move |client| async move { release_workloads_and_storage(&client, &namespace, &driver).await });
         self.sidecars.take();
+        self.node_release.take();
         self.controller.take();
         self.identity.take();
         // The CSIDriver, the charts' or the manifests', is named after the driver (helm removes its own already).
@@ -482,8 +511,8 @@ where
 }
 
 /// The csi-sidecars chart's values for hostpath-plugin: the controller pods (run as the chart's user, 65532) keep
-/// their state in the host directory `state`, which that user owns; the node pod (root, mounting volumes) in
-/// `node_state`. With `attaching`, the CSIDriver says `attachRequired: true` and both halves run with
+/// their state in the volume source `state` (YAML flow style: `emptyDir: {}`, or a `hostPath` that user owns);
+/// the node pod (root, mounting volumes) in the host directory `node_state`. With `attaching`, the CSIDriver says `attachRequired: true` and both halves run with
 /// `--attach-required --shared-state` (for one directory as both). `node_args` go to the node half's driver.
 fn values(driver: &str, mode: Mode, state: &str, node_state: &str, attaching: bool, node_args: &[&str]) -> String {
     let extra = if attaching { " --attach-required, --shared-state," } else { "" };
@@ -501,7 +530,7 @@ driver:
   image: {{repository: hostpath-plugin, tag: "{version}", pullPolicy: Never}}
   args: [--drivername=$(DRIVER_NAME), --endpoint=$(CSI_ENDPOINT), --nodeid=$(KUBE_NODE_NAME), --statedir=/state,{extra}
     --v=4]
-  volumes: [{{name: state, hostPath: {{path: {state}, type: Directory}}}}]
+  volumes: [{{name: state, {state}}}]
   volumeMounts: [{{name: state, mountPath: /state}}]
 snapshotter: {{enabled: true, groupSnapshots: true}}
 attacher: {{enabled: true}}

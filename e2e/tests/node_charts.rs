@@ -5,16 +5,21 @@
 //! provisioned, expanded, snapshotted and a group snapshot cut; the driver registered in the node's CSINode by the
 //! node pod. Then the leader is killed: first its container (SIGKILL through containerd), then the whole pod, and the
 //! work goes on. Once with a container per sidecar, once with one csi-sidecars container in each pod.
+//!
+//! Pod Security as a cluster admin would set it: the controller half and snapshot-controller run in a namespace
+//! enforcing the "restricted" Pod Security Standard (kube-apiserver's PodSecurity admission, on by default), the
+//! node half (privileged driver, host paths) in a release of its own in a namespace that allows it.
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeSnapshot};
 
 use csi_sidecars_e2e::audit::requests_of;
+use csi_sidecars_e2e::helm::POD_SECURITY_ENFORCE;
 use csi_sidecars_e2e::node::{NODE_NAME, NODE_TIMEOUT, Node, container_status, describe, image, ready};
 use csi_sidecars_e2e::node_driver::{Mode, NodeDriver};
 use csi_sidecars_e2e::wait_for;
@@ -29,6 +34,30 @@ async fn the_charts_sidecars_work_as_pods_and_survive_their_leaders_kill() {
 #[ignore = "needs the node: make node-e2e"]
 async fn the_same_with_one_csi_sidecars_container() {
     charts_on_the_node(Mode::Combined).await;
+}
+
+/// The controller pods run, Ready, where "restricted" is enforced: the namespace says so, and the API server refuses
+/// there what it admitted in the node half's namespace (the node pod, created again with `dryRun`).
+async fn restricted_is_enforced(driver: &NodeDriver) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(driver.client.clone());
+    let labels = namespaces.get(driver.ns()).await.unwrap().metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get(POD_SECURITY_ENFORCE).map(String::as_str), Some("restricted"), "{labels:?}");
+    assert_ne!(driver.node_ns(), driver.ns(), "the node half has a namespace of its own");
+    let mut spec = driver.node_pods().await.remove(0).spec.unwrap();
+    // Every namespace's own account, so that only Pod Security tells the two namespaces apart.
+    (spec.service_account_name, spec.service_account) = (Some("default".into()), None);
+    let again = Pod {
+        metadata: ObjectMeta { name: Some("node-pod-again".into()), ..Default::default() },
+        spec: Some(spec),
+        ..Default::default()
+    };
+    let dry_run = PostParams { dry_run: true, ..Default::default() };
+    let refused = Api::<Pod>::namespaced(driver.client.clone(), driver.ns()).create(&dry_run, &again).await;
+    let error = refused.expect_err("a privileged pod where restricted is enforced").to_string();
+    for expected in ["violates PodSecurity \"restricted:latest\"", "privileged", "restricted volume type \"hostPath\""] {
+        assert!(error.contains(expected), "{expected}: {error}");
+    }
+    Api::<Pod>::namespaced(driver.client.clone(), driver.node_ns()).create(&dry_run, &again).await.unwrap();
 }
 
 /// `pod`'s containers are `expected`, (container, binary), each with our image of the binary.
@@ -52,6 +81,7 @@ async fn charts_on_the_node(mode: Mode) {
     all.extend(driver.node_pods().await);
     all.extend(driver.snapshot_controller_pods().await);
     eprintln!("pods ({mode:?}):\n{}", describe(&all));
+    restricted_is_enforced(&driver).await;
     let expected: &[(&str, &str)] = match mode {
         Mode::Separate => &[
             ("driver", "hostpath-plugin"),

@@ -1,5 +1,5 @@
-//! The README's flag reference is each binary's `--help`, so it cannot drift from the flags. With
-//! `UPDATE_FLAG_REFERENCE=1` the test rewrites the README's blocks instead of comparing them.
+//! The flag reference (docs/flags.md) is each binary's `--help`, so it cannot drift from the flags. With
+//! `UPDATE_FLAG_REFERENCE=1` the test rewrites the page's blocks instead of comparing them.
 
 use std::process::Command;
 
@@ -14,37 +14,37 @@ fn help(name: &str) -> String {
     String::from_utf8(output.stdout).expect("UTF-8 help").trim_end().to_string()
 }
 
-/// The README with `name`'s block set to `help` (a fenced text block between its markers).
-fn with_block(readme: &str, name: &str, help: &str) -> String {
+/// The flag reference with `name`'s block set to `help` (a fenced text block between its markers).
+fn with_block(page: &str, name: &str, help: &str) -> String {
     let start_marker = format!("<!-- flag-reference {name} -->\n");
-    let start =
-        readme.find(&start_marker).unwrap_or_else(|| panic!("README has no block for {name}")) + start_marker.len();
-    let end = start + readme[start..].find(END).expect("the block is closed");
-    format!("{}```text\n{help}\n```\n{}", &readme[..start], &readme[end..])
+    let start = page.find(&start_marker).unwrap_or_else(|| panic!("docs/flags.md has no block for {name}"))
+        + start_marker.len();
+    let end = start + page[start..].find(END).expect("the block is closed");
+    format!("{}```text\n{help}\n```\n{}", &page[..start], &page[end..])
 }
 
 #[test]
-fn the_readme_flag_reference_is_each_binarys_help() {
-    let path = repo_root().join("README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let expected = BINARIES.iter().fold(readme.clone(), |text, name| with_block(&text, name, &help(name)));
+fn the_flag_reference_is_each_binarys_help() {
+    let path = repo_root().join("docs/flags.md");
+    let page = std::fs::read_to_string(&path).unwrap();
+    let expected = BINARIES.iter().fold(page.clone(), |text, name| with_block(&text, name, &help(name)));
     if std::env::var_os("UPDATE_FLAG_REFERENCE").is_some() {
         std::fs::write(&path, &expected).unwrap();
         return;
     }
-    if expected != readme {
+    if expected != page {
         let changed: Vec<&str> =
-            BINARIES.iter().copied().filter(|name| with_block(&readme, name, &help(name)) != readme).collect();
+            BINARIES.iter().copied().filter(|name| with_block(&page, name, &help(name)) != page).collect();
         panic!(
-            "the README's flag reference is stale for {changed:?}: run UPDATE_FLAG_REFERENCE=1 cargo test -p csi-sidecars-e2e --test flag_reference"
+            "docs/flags.md is stale for {changed:?}: run UPDATE_FLAG_REFERENCE=1 cargo test -p csi-sidecars-e2e --test flag_reference"
         );
     }
 }
 
 #[test]
 fn a_block_is_replaced_between_its_markers_only() {
-    let readme = "a\n<!-- flag-reference x -->\n```text\nold\n```\n<!-- /flag-reference -->\nb\n";
-    let updated = with_block(readme, "x", "new");
+    let page = "a\n<!-- flag-reference x -->\n```text\nold\n```\n<!-- /flag-reference -->\nb\n";
+    let updated = with_block(page, "x", "new");
     assert_eq!(updated, "a\n<!-- flag-reference x -->\n```text\nnew\n```\n<!-- /flag-reference -->\nb\n");
 }
 

@@ -4,10 +4,10 @@
 #   make lint    rustfmt and clippy (warnings are errors), and the dependency audit (cargo-deny; ADVISORY_DB=DIR)
 #   make image   the sidecar images as an OCI archive in target/image (no container daemon), then its test
 #   make demo    the examples story by story on a local control plane (KEEP=1 leaves it running)
-#   make bench   ours against upstream's sidecars side by side (README, "Benchmarks"); not part of make test
+#   make bench   ours against upstream's sidecars side by side (docs/benchmarks.md); not part of make test
 #   make bench-scale   the same among 50,000 claims, PVs, pods and snapshot contents (BENCH_SCALE_OBJECTS)
-#   make chaos   the sidecars under faults, kills and restarts, then nothing leaked or lost (README, "Chaos")
-#   make conformance   Kubernetes' storage e2e suites with our sidecars, then with upstream's (README, "Conformance")
+#   make chaos   the sidecars under faults, kills and restarts, then nothing leaked or lost (docs/chaos.md)
+#   make conformance   Kubernetes' storage e2e suites with our sidecars, then with upstream's (docs/conformance.md)
 
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
@@ -33,7 +33,7 @@ fuzz:
 sanity: tools
 	$(CARGO) build -p hostpath-plugin
 	HOSTPATH_PLUGIN=$(CURDIR)/target/debug/hostpath-plugin bash e2e/sanity.sh --ginkgo.no-color
-	@# The route a driver author's plugin takes (README, "Testing your own driver"), kept working.
+	@# The route a driver author's plugin takes (docs/testing.md#testing-your-own-driver), kept working.
 	E2E_PLUGIN_COMMAND="$(CURDIR)/target/debug/hostpath-plugin --endpoint={endpoint} --state-dir={state_dir} --node-id={node_id} --driver-name={driver}" \
 		bash e2e/sanity.sh --ginkgo.no-color --ginkgo.focus='Identity Service'
 
@@ -105,7 +105,7 @@ BENCH_BINS := --bin csi-bench --bin csi-provisioner --bin csi-resizer --bin csi-
 	--bin csi-attacher --bin csi-sidecars --bin hostpath-plugin --bin csictl
 
 # Release binaries against a fresh control plane whose controller manager has raised limits; the cluster is
-# stopped afterwards. Sizes and rounds: BENCH_* variables (README, "Benchmarks"). Writes target/bench/.
+# stopped afterwards. Sizes and rounds: BENCH_* variables (docs/benchmarks.md). Writes target/bench/.
 bench: tools
 	bash e2e/tools.sh build $(BENCH_TOOLS)
 	$(CARGO) build --release $(BENCH_BINS)
@@ -113,13 +113,13 @@ bench: tools
 	CLUSTER_KCM_EXTRA_ARGS="$(BENCH_KCM_ARGS)" bash e2e/cluster.sh up
 	status=0; E2E_PROFILE=release $(CURDIR)/target/release/csi-bench || status=$$?; bash e2e/cluster.sh down; exit $$status
 
-# The `scale` scenario alone (README, "Benchmarks"), on a fresh control plane like `bench`; writes
+# The `scale` scenario alone (docs/benchmarks.md), on a fresh control plane like `bench`; writes
 # target/bench/scale.{json,md,svg}.
 bench-scale:
 	BENCH_SCENARIOS=scale BENCH_OUTPUT=scale $(MAKE) bench
 
 # The fault suite on a fresh control plane of its own (its kube-apiserver is restarted mid-run); the cluster is
-# stopped afterwards. Sizes: CHAOS_* variables (README, "Chaos"). A reduced run is part of make test.
+# stopped afterwards. Sizes: CHAOS_* variables (docs/chaos.md). A reduced run is part of make test.
 chaos: tools
 	$(CARGO) build --workspace --bins
 	bash e2e/cluster.sh down

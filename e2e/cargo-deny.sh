@@ -109,6 +109,6 @@ log "advisories: ${CRATES:-?} crates checked, $errors errors, $warnings warnings
 	"(against the database of $date)"
 if ((age > STALE_DAYS)); then
 	log "note: the advisory database is $age days old (more than $STALE_DAYS): advisories published after $date" \
-		"are not checked; point ADVISORY_DB at a fresh clone of rustsec/advisory-db (README, Set up)"
+		"are not checked; point ADVISORY_DB at a fresh clone of rustsec/advisory-db (docs/testing.md#set-up-in-detail)"
 fi
 exit "$status"

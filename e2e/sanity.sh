@@ -8,7 +8,7 @@
 # HOSTPATH_PLUGIN  the plugin binary (default: target/release/hostpath-plugin)
 # HOSTPATH_PLUGIN_FLAGS  more flags for it, e.g. '--node-mounts --attach-required' (real mounts need root)
 # E2E_PLUGIN_COMMAND  another plugin's command line instead, with the e2e harness's placeholders ({endpoint},
-#                  {socket}, {driver}, {node_id}, {state_dir}; README, "Testing your own driver"); {driver} is
+#                  {socket}, {driver}, {node_id}, {state_dir}; docs/testing.md#testing-your-own-driver); {driver} is
 #                  E2E_PLUGIN_DRIVER or sanity.csi.e2e
 # SANITY_MUTABLE_PARAMETERS  the YAML of mutable parameters csi-sanity's ModifyVolume tests use (default: the
 #                  hostpath-plugin's, e2e/sanity/mutable-parameters.yaml)

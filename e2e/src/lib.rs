@@ -41,7 +41,7 @@ pub use reference_grant_crd::install_reference_grant_crd;
 pub use snapshot_crds::install_snapshot_crds;
 pub use wait::{eventually, wait_for};
 
-/// The binaries the project ships, each an image of its own (`make image`) with its `--help` in the README.
+/// The binaries the project ships, each an image of its own (`make image`) with its `--help` in docs/flags.md.
 pub const SHIPPED_BINARIES: [&str; 9] = [
     "csi-provisioner",
     "csi-resizer",

@@ -1,5 +1,5 @@
 //! Which CSI plugin the e2e worlds start: the project's hostpath-plugin by default, or a driver author's own plugin
-//! named by `E2E_PLUGIN_COMMAND` (README, "Testing your own driver").
+//! named by `E2E_PLUGIN_COMMAND` (docs/testing.md#testing-your-own-driver).
 //!
 //! `E2E_PLUGIN_COMMAND` is a command line split on whitespace (no shell, no quoting) in which these placeholders are
 //! replaced for each test:

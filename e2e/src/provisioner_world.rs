@@ -95,7 +95,8 @@ impl ProvisionerWorld {
         self.scenario.start_with_env(name, &program, &args, &[("POD_NAMESPACE", &ns)])
     }
 
-    /// The in-flight journal's Lease name (README, "In-flight journal"): the leader-election Lease's, `-in-flight`.
+    /// The in-flight journal's Lease name (docs/architecture.md#in-flight-journal): the leader-election Lease's,
+    /// `-in-flight`.
     pub fn journal_name(&self) -> String {
         let lease: String =
             self.driver.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();

@@ -1,7 +1,7 @@
 //! How many API requests the sidecars spend per object, counted from the control plane's audit log of the sidecar's
 //! ServiceAccount: every request the API server answered, by verb and resource, leaving out Lease renewals and the
 //! watches' lists. At upstream's default client limits (5 requests/s, burst 10) this is what bounds throughput, so
-//! each test prints its table (README, "API requests per object") and fails if a change adds requests.
+//! each test prints its table (docs/architecture.md#api-requests-per-object) and fails if a change adds requests.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

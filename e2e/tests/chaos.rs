@@ -1,4 +1,4 @@
-//! The reduced `make chaos` (README, "Chaos") inside `make test`: 40 claims (some deleted mid-flight and created
+//! The reduced `make chaos` (docs/chaos.md) inside `make test`: 40 claims (some deleted mid-flight and created
 //! again, some deleted once Bound), two kills of each sidecar per phase (snapshot-controller in both snapshot
 //! phases), one plugin restart, expansions, class moves, 12 snapshots, 20 more deleted at once, and 4 group
 //! snapshots (one deleted), all under faults, then every invariant 0. Neither kube-apiserver nor etcd is restarted:

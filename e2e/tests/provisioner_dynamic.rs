@@ -590,7 +590,7 @@ async fn provisioner_killed_after_recording_the_volume_id_deletes_only_the_volum
 
     // The third proves which volume is the entry's before deleting: one CreateVolume by the claim's name
     // (idempotent, it gives the recorded volume back), then DeleteVolume of that id. A recorded id is never
-    // deleted on the entry's word alone (README, "In-flight journal"): the journal is untrusted input.
+    // deleted on the entry's word alone (docs/architecture.md#in-flight-journal): the journal is untrusted input.
     std::fs::write(&fault_path, "{}").unwrap();
     let port = free_port();
     let endpoint = format!("--http-endpoint=127.0.0.1:{port}");

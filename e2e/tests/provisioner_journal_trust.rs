@@ -1,8 +1,7 @@
-//! The in-flight journal is untrusted input (README, "In-flight journal"): upstream's leader-election Role lets
-//! whoever holds Lease verbs in the provisioner's namespace write the journal's Lease. Each test forges an entry
-//! as such an identity would (only the leader-election Role's Lease verbs, nothing on claims, PVs or Secrets),
-//! then starts the provisioner: the entry is rejected with a Warning on the Lease, and nothing it names is read or
-//! deleted.
+//! The in-flight journal is untrusted input (docs/architecture.md#in-flight-journal): upstream's leader-election Role
+//! lets whoever holds Lease verbs in the provisioner's namespace write the journal's Lease. Each test forges an entry
+//! as such an identity would (only the leader-election Role's Lease verbs, nothing on claims, PVs or Secrets), then
+//! starts the provisioner: the entry is rejected with a Warning on the Lease, and nothing it names is read or deleted.
 //!
 //! - An entry of a made-up claim naming the volume of a Bound claim: the Bound claim's volume stays.
 //! - An entry of a made-up claim in another namespace, whose class reads the provisioner Secret from the claim's

@@ -1,7 +1,8 @@
-//! Switching back to upstream's csi-provisioner image: the documented steps (README, "Switching back to upstream")
-//! clear the provisioning-protection finalizer, which only our provisioner adds and removes (as the in-flight
-//! journal's fallback), from claims that were in flight when ours stopped, so that none is left undeletable; and
-//! they find the volumes of the claims the in-flight journal lists, then delete the journal's Lease.
+//! Switching back to upstream's csi-provisioner image: the documented steps
+//! (docs/operations.md#switching-back-to-upstream) clear the provisioning-protection finalizer, which only our
+//! provisioner adds and removes (as the in-flight journal's fallback), from claims that were in flight when ours
+//! stopped, so that none is left undeletable; and they find the volumes of the claims the in-flight journal lists, then
+//! delete the journal's Lease.
 
 use csi_sidecars_e2e::eventually;
 use csi_sidecars_e2e::provisioner_world::{PROVISIONING_FINALIZER, ProvisionerWorld as World, TIMEOUT, has_finalizer};
@@ -10,9 +11,9 @@ use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 
-/// The README's step, through the API: every claim that still carries the finalizer is written back without it
-/// (an update, as `kubectl replace` does; read again and retried when the claim changed meanwhile, as the README says).
-/// Returns the claims it cleared.
+/// The documented step, through the API: every claim that still carries the finalizer is written back without it
+/// (an update, as `kubectl replace` does; read again and retried when the claim changed meanwhile, as
+/// docs/operations.md says). Returns the claims it cleared.
 async fn clear_leftover_finalizers(claims: &Api<PersistentVolumeClaim>) -> Vec<String> {
     let mut cleared = Vec::new();
     for claim in claims.list(&ListParams::default()).await.unwrap().items {
@@ -68,7 +69,7 @@ async fn a_claim_in_flight_when_our_provisioner_stops_can_be_deleted_after_the_d
     // deleted by hand (ours would have deleted it; upstream's cannot know). CreateVolume is idempotent by name, so
     // asking under that name finds it.
     let leftover = world.plugin_volumes();
-    assert_eq!(leftover.len(), 1, "the in-flight volume is what the README tells to look for");
+    assert_eq!(leftover.len(), 1, "the in-flight volume is what docs/operations.md tells to look for");
     let name = format!("pvc-{}", stuck.metadata.uid.unwrap());
     let found = world.csictl(&["create-volume", &name, "--size", "1Mi"]);
     assert_eq!(found["volume_id"].as_str(), Some(leftover[0].as_str()), "the leftover volume is {name}");

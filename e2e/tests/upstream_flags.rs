@@ -1,7 +1,7 @@
 //! Every flag of the newest upstream release our sidecars replace is accepted by ours, so a manifest written for
 //! upstream starts unchanged. `e2e/upstream-flags/<binary>.txt` is each upstream binary's flag list, taken from its
 //! `-h` (the version is the file's first line): one flag a line with a value of the flag's type. A line starting with
-//! `!` is a flag ours refuses on purpose, with the reason after `#`; README "Differences from upstream" names it.
+//! `!` is a flag ours refuses on purpose, with the reason after `#`; docs/differences.md names it.
 //!
 //! Each flag is given alone, as `--flag=value` and in Go's single-dash form, followed by `--version`: the binary
 //! must print its version and exit 0 (an unknown flag or a refused value exits 2 with clap's message naming it).

@@ -1,5 +1,5 @@
 {{/*
-Each sidecar's RBAC rules: upstream's deploy/kubernetes rules, plus only the additions the README's "RBAC: what to
+Each sidecar's RBAC rules: upstream's deploy/kubernetes rules, plus only the additions docs/operations.md's "RBAC: what to
 add to upstream's role" lists, each behind the value that needs it. Secrets are granted `get` only: every sidecar
 reads a Secret with one GET when a call needs it (no Secret cache, as upstream), so upstream's list and watch would
 only let a stolen token enumerate them. e2e/rbac/*.yaml holds upstream's rules as data for the e2e suite;

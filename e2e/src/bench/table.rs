@@ -1,4 +1,4 @@
-//! The Markdown table `make bench` prints and the README shows: one row per (scenario, limits, side).
+//! The Markdown table `make bench` prints and docs/benchmarks.md shows: one row per (scenario, limits, side).
 
 use std::fmt::Write;
 

@@ -25,6 +25,7 @@ use sidecar_runtime::{
 };
 
 use crate::controller::{common, sidecar};
+use crate::translate::crd_answer::{self, Served};
 use crate::translate::create_request::RequestOptions;
 
 /// The sidecar's name in `csi-sidecars --sidecars` and in its messages.
@@ -126,15 +127,39 @@ pub fn sidecar_controller(
 /// the run, with a warning, on a cluster without the group CRDs (a driver vendor cannot tell whether a cluster has
 /// them); single snapshots go on either way (external-snapshotter cmd/csi-snapshotter/main.go).
 pub async fn sidecar_groups_served(client: &kube::Client) -> bool {
-    if let Err(error) = sidecar::crds_served(client).await {
-        tracing::warn!(
-            %error,
-            "VolumeGroupSnapshot CRDs were not found; disabling the VolumeGroupSnapshot feature for this run. \
-             Install the VolumeGroupSnapshot CRDs to use this feature"
-        );
-        return false;
+    match until_definite(|| sidecar::crds_served(client)).await {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(
+                %error,
+                "VolumeGroupSnapshot CRDs were not found; disabling the VolumeGroupSnapshot feature for this run. \
+                 Install the VolumeGroupSnapshot CRDs to use this feature"
+            );
+            false
+        }
     }
-    true
+}
+
+/// Runs the CRD check `check` until its answer is definite ([`crd_answer::served`]): a failure on the way is asked
+/// again after each of [`crd_answer::retry_waits`]; the error of the last try when it never was.
+async fn until_definite<F, Fut>(check: F) -> Result<(), String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), kube::Error>>,
+{
+    let mut waits = crd_answer::retry_waits().into_iter();
+    loop {
+        let outcome = check().await;
+        match crd_answer::served(outcome.as_ref().map(|_| ())) {
+            Served::Yes => return Ok(()),
+            Served::No(reason) => return Err(reason),
+            Served::Unknown(error) => {
+                let Some(wait) = waits.next() else { return Err(error) };
+                tracing::info!(%error, retry_in = ?wait, "cannot tell whether the group snapshot CRDs are served, asking again");
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
 }
 
 /// Whether the driver offers CreateVolumeGroupSnapshot, DeleteVolumeGroupSnapshot and GetVolumeGroupSnapshot.
@@ -164,7 +189,8 @@ pub async fn controller_group_loop(
     if !enabled {
         return None;
     }
-    if let Err(error) = common::crds_served(&sidecar.client()).await {
+    let client = sidecar.client();
+    if let Err(error) = until_definite(|| common::crds_served(&client)).await {
         tracing::warn!(%error, "CSIVolumeGroupSnapshot is on but the group snapshot CRDs are not served: no group snapshots");
         return None;
     }

@@ -28,6 +28,7 @@
 
 pub mod binding;
 pub mod content;
+pub mod crd_answer;
 pub mod create_request;
 pub mod default_class;
 pub mod deletion;

@@ -28,9 +28,9 @@ pub struct Flags {
     #[arg(long, default_value = "unix:///tmp/csi.sock")]
     pub endpoint: String,
 
-    /// Directory for state.json, volumes/ and snapshots/ (created if missing).
-    #[arg(long, alias = "statedir")]
-    pub state_dir: PathBuf,
+    /// Directory for state.json, volumes/ and snapshots/ (created if missing). Needed unless --proxy-endpoint is given.
+    #[arg(long, alias = "statedir", required_unless_present = "proxy_endpoint")]
+    pub state_dir: Option<PathBuf>,
 
     /// This node's ID, reported by NodeGetInfo and used as the volumes' topology.
     #[arg(long, alias = "nodeid")]
@@ -88,6 +88,12 @@ pub struct Flags {
     #[arg(long)]
     pub fault_config: Option<PathBuf>,
 
+    /// Serve no CSI: pair each connection on --endpoint with one on this TCP port (tcp://HOST:PORT, the host may be
+    /// empty) and copy bytes both ways, as upstream's hostpathplugin does for Kubernetes' CSI mock tests, whose CSI
+    /// driver runs in the e2e.test process and reaches the port through a port-forward.
+    #[arg(long)]
+    pub proxy_endpoint: Option<String>,
+
     /// Log verbosity of the plugin, as klog's -v: 0-2 info, 3-4 debug (every request), 5 and above trace.
     /// RUST_LOG overrides it.
     #[arg(short = 'v', long = "v", default_value_t = 0)]
@@ -99,7 +105,8 @@ impl Flags {
         Config {
             driver_name: self.driver_name.clone(),
             node_id: self.node_id.clone(),
-            state_dir: self.state_dir.clone(),
+            // clap requires it whenever there is no --proxy-endpoint, the only mode that builds a Config.
+            state_dir: self.state_dir.clone().unwrap_or_default(),
             max_volume_size: self.max_volume_size,
             capacity: self.capacity,
             mutable_parameters: MutableParameterPolicy::from_flag(&self.accepted_mutable_parameters),
@@ -260,6 +267,17 @@ mod tests {
         for args in bad {
             assert!(Flags::try_parse_from(*args).is_err(), "{args:?}");
         }
+    }
+
+    #[test]
+    fn the_proxy_needs_no_state_directory() {
+        // The flags of Kubernetes' csi-mock-proxy.yaml manifest.
+        let args =
+            normalize_go_style(["p", "-v=5", "-nodeid=n1", "-endpoint=/csi/csi.sock", "-proxy-endpoint=tcp://:9000"]);
+        let flags = Flags::try_parse_from(args).unwrap();
+        assert_eq!(flags.proxy_endpoint.as_deref(), Some("tcp://:9000"));
+        assert_eq!(flags.state_dir, None);
+        assert!(Flags::try_parse_from(["p", "--node-id=n1"]).is_err(), "a plugin without a proxy needs its state");
     }
 
     #[test]

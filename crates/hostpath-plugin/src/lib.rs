@@ -30,6 +30,7 @@ pub mod node_mounts;
 pub mod paging;
 pub mod plugin;
 pub mod prng;
+pub mod proxy;
 pub mod publish;
 pub mod server;
 pub mod snapshots;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser as _;
 use hostpath_plugin::flags::{Flags, normalize_go_style};
-use hostpath_plugin::{Plugin, server};
+use hostpath_plugin::{Plugin, proxy, server};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing_subscriber::EnvFilter;
 
@@ -21,8 +21,19 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|_| EnvFilter::new(format!("warn,hostpath_plugin={}", flags.log_level())));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
 
-    let config = flags.config();
     let socket = server::socket_path(&flags.endpoint)?;
+    if let Some(tcp) = &flags.proxy_endpoint {
+        let result = proxy::serve(&socket, tcp, async {
+            match shutdown_signal().await {
+                Ok(name) => tracing::info!(signal = name, "shutting down"),
+                Err(e) => tracing::error!(error = %e, "shutting down"),
+            }
+        })
+        .await;
+        let _ = std::fs::remove_file(&socket);
+        return result;
+    }
+    let config = flags.config();
     let plugin = Plugin::open(config.clone()).context("opening the state directory")?;
     let listener = server::bind(&socket)?;
     tracing::info!(

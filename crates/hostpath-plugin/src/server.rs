@@ -16,6 +16,8 @@ use crate::plugin::Plugin;
 pub enum EndpointError {
     #[error("endpoint {0:?} is not a unix socket (use unix:///path or a path); CSI plugins serve unix sockets only")]
     NotUnix(String),
+    #[error("proxy endpoint {0:?} is not tcp://HOST:PORT (the host may be empty: tcp://:9000)")]
+    NotTcp(String),
     #[error("endpoint {0:?} names no path")]
     Empty(String),
     #[error("{} exists and is not a socket; refusing to remove it", .0.display())]

@@ -54,7 +54,8 @@ async fn restricted_is_enforced(driver: &NodeDriver) {
     let dry_run = PostParams { dry_run: true, ..Default::default() };
     let refused = Api::<Pod>::namespaced(driver.client.clone(), driver.ns()).create(&dry_run, &again).await;
     let error = refused.expect_err("a privileged pod where restricted is enforced").to_string();
-    for expected in ["violates PodSecurity \"restricted:latest\"", "privileged", "restricted volume type \"hostPath\""] {
+    for expected in ["violates PodSecurity \"restricted:latest\"", "privileged", "restricted volume type \"hostPath\""]
+    {
         assert!(error.contains(expected), "{expected}: {error}");
     }
     Api::<Pod>::namespaced(driver.client.clone(), driver.node_ns()).create(&dry_run, &again).await.unwrap();

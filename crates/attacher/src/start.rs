@@ -1,8 +1,11 @@
 //! csi-attacher's wiring, shared by its binary and `csi-sidecars`: flags checked before anything starts
 //! ([`Config::from_args`]), then the controller built on a started runtime and a connected driver ([`start`]).
 
+use sidecar_runtime::describe::Metrics;
 use sidecar_runtime::leader_election::attacher_lease_name;
-use sidecar_runtime::{Driver, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop};
+use sidecar_runtime::{
+    Beside, Described, Description, Driver, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop, Started,
+};
 
 use crate::controller::{Controller, Options};
 use crate::flags::{Args, Features};
@@ -77,4 +80,32 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
     let queue_metrics = sidecar.queue_metrics();
     let controller = Controller::new(sidecar.client(), &sidecar.caches(), csi, options, Some(&queue_metrics));
     Ok(SidecarLoop::new(NAME, attacher_lease_name(&driver), args.timeout, |stop| controller.run(stop)))
+}
+
+/// csi-attacher, as `csi-sidecars` and the e2e harness find it.
+pub struct Attacher;
+
+impl Described for Attacher {
+    const DESCRIPTION: Description = Description {
+        name: NAME,
+        binary: "csi-attacher",
+        lease: Some(attacher_lease_name),
+        rbac: Some("external-attacher.yaml"),
+        metrics: Metrics::Runtime,
+    };
+    type Args = Args;
+    type Config = Config;
+
+    fn from_args(args: Args) -> Result<Config, SetupError> {
+        Config::from_args(args)
+    }
+
+    fn timeout(config: &Config) -> std::time::Duration {
+        config.timeout()
+    }
+
+    async fn start(config: Config, mut beside: Beside<'_>) -> Result<Started, SetupError> {
+        let driver = beside.driver;
+        Ok(Started::Loop(start(config, beside.sidecar()?, driver).await?))
+    }
 }

@@ -3,10 +3,11 @@
 //! cache per kind, one /metrics and health endpoint. Each sidecar keeps its upstream Lease, events and metric names;
 //! one that fails stops the process with a message naming it.
 
-use csi_sidecars::flags::{self, Kind, ProcessArgs};
+use anyhow::Context;
+use csi_sidecars::flags::{self, ProcessArgs};
 use csi_sidecars::node;
-use csi_sidecars::sidecars::{ConfigError, Configured, shared_lease_name};
-use sidecar_runtime::Sidecar;
+use csi_sidecars::sidecars::shared_lease_name;
+use sidecar_runtime::{Beside, ConfigError, Configured, Sidecar, Started};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -21,9 +22,9 @@ async fn main() -> anyhow::Result<()> {
         std::process::exit(2)
     });
     let process: ProcessArgs = sidecar_runtime::flags::try_parse_from(line.process).unwrap_or_else(|err| err.exit());
-    let mut configured = Vec::new();
+    let mut configured: Vec<Box<dyn Configured>> = Vec::new();
     for (kind, argv) in line.sidecars {
-        match Configured::parse(kind, argv) {
+        match kind.configure(argv) {
             Ok(config) => configured.push(config),
             Err(ConfigError::Flags { sidecar, source }) => {
                 eprintln!("the flags of {sidecar}:");
@@ -38,41 +39,43 @@ async fn main() -> anyhow::Result<()> {
     // After every sidecar's flags and gates are checked, as upstream's flag parsing refuses them before `--version`.
     process.common.exit_if_version_requested(env!("CARGO_PKG_VERSION"));
 
-    let call_timeout = configured.iter().map(Configured::timeout).max().unwrap_or_default();
-    let uses_kubernetes = configured.iter().any(|c| c.kind().uses_kubernetes());
-    let group_sidecar = configured.iter().any(|c| c.kind() == Kind::GroupSnapshotter);
-    let (mut leased, mut unleased) = (Vec::new(), Vec::new());
-    for config in configured {
-        match config.into_node_sidecar() {
-            Ok(node_sidecar) => unleased.push(node_sidecar),
-            Err(config) => leased.push(*config),
-        }
-    }
-    if !uses_kubernetes {
+    let call_timeout = configured.iter().map(|c| c.timeout()).max().unwrap_or_default();
+    let selected: Vec<&'static str> = configured.iter().map(|c| c.description().name).collect();
+    if !configured.iter().any(|c| c.description().uses_kubernetes()) {
         sidecar_runtime::logging::init(&process.common)?;
-        std::process::exit(node::run_without_kubernetes(&process.common, unleased, call_timeout).await);
+        std::process::exit(node::run_without_kubernetes(&process.common, configured, call_timeout).await);
     }
 
     let mut sidecar = Sidecar::start(&process.common).await?;
     let driver = sidecar.connect_driver(call_timeout).await?;
-    let mut loops = Vec::new();
-    for config in leased {
-        let name = config.kind().name();
-        let started = config.start(&mut sidecar, &driver, group_sidecar).await;
-        loops.push(started.map_err(|err| anyhow::Error::new(err).context(format!("starting {name}")))?);
+    let shutdown = sidecar.shutdown().clone();
+    // Those under a Lease first, each in the order given; then those under none.
+    configured.sort_by_key(|c| c.description().lease.is_none());
+    let (mut loops, mut exits) = (Vec::new(), Vec::new());
+    for config in configured {
+        let (name, leased) = (config.description().name, config.description().lease.is_some());
+        let beside = Beside { sidecar: Some(&mut sidecar), driver: &driver, shutdown: &shutdown, selected: &selected };
+        let started = config.start(beside).await.map_err(anyhow::Error::new);
+        // A sidecar under a Lease is named in its failure; the others' own messages name them.
+        let started = if leased { started.with_context(|| format!("starting {name}"))? } else { started? };
+        match started {
+            Started::Loop(running) => loops.push(running),
+            Started::Serving { check, exit } => {
+                check.into_iter().for_each(|check| sidecar.add_health_check(check));
+                exits.extend(exit);
+            }
+        }
     }
-    let unleased = node::start(unleased, &driver.csi, &driver.name, sidecar.shutdown()).await?;
-    unleased.checks.into_iter().for_each(|check| sidecar.add_health_check(check));
     let names: Vec<&str> = loops.iter().map(|l| l.name.as_str()).collect();
     tracing::info!(sidecars = %names.join(","), caches = sidecar.caches().kinds(), "sidecars started");
     if let Some(address) = sidecar.serve_http().await? {
         tracing::info!(%address, "serving metrics and health checks");
     }
     let shared_lease = line.leader_election_shared.then(|| shared_lease_name(&driver.name));
-    if let Some(registrar) = unleased.registrar {
+    for exit in exits {
         // The kubelet's refusal of the driver ends the process as it ends the registrar's binary.
         tokio::spawn(async move {
-            if let Ok(status @ 1..) = registrar.await {
+            if let Ok(status @ 1..) = exit.await {
                 std::process::exit(status);
             }
         });

@@ -4,26 +4,85 @@
 //!
 //! Every `/healthz` calls Probe over one connection to the driver, which is dialled again after the driver restarts;
 //! upstream dials anew for each probe, with the same answers.
+//!
+//! Beside other sidecars (`csi-sidecars`), [`Config::from_args`] and [`start`] serve the same `/healthz` on the
+//! process's one driver connection.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use csi_client::{CsiClient, Endpoint, OperationMetrics};
+use csi_client::{CsiClient, OperationMetrics};
 use prometheus_client::registry::Registry;
-use sidecar_runtime::Shutdown;
-use sidecar_runtime::http::{driver_health_router, metrics_router, serve_router};
+use sidecar_runtime::http::{driver_health_router, driver_probe_check, metrics_router, serve_router};
+use sidecar_runtime::{Beside, Described, Description, SetupError, Shutdown, Started, describe};
 
 use crate::VERSION;
 use crate::flags::Args;
-use crate::translate::startup::{Metrics, servers};
+use crate::translate::startup::{Metrics, Servers, servers};
 
-/// How long to wait for the driver, and for its name: in effect, forever, as upstream.
-const WAIT_FOR_DRIVER: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The sidecar's name in `csi-sidecars --sidecars` and in its messages.
+pub const NAME: &str = "livenessprobe";
+
+/// The flags, checked as the binary checks them.
+pub struct Config {
+    args: Args,
+    servers: Servers,
+}
+
+impl Config {
+    /// Refuses conflicting endpoints (`--health-port` with `--http-endpoint`, say).
+    pub fn from_args(args: Args) -> Result<Config, SetupError> {
+        let servers = servers(&args).map_err(|e| SetupError::message(e.to_string()))?;
+        Ok(Config { args, servers })
+    }
+
+    /// `--probe-timeout`.
+    pub fn timeout(&self) -> Duration {
+        self.args.probe_timeout
+    }
+}
+
+/// Serves `/healthz` from the driver's Probe over `csi` (calls under `--probe-timeout`): on its own address, or,
+/// with `--http-endpoint` (the process's), as a check that joins the process's `/healthz`.
+pub async fn start(config: Config, csi: &CsiClient) -> Result<Started, SetupError> {
+    let Config { args, servers } = config;
+    let csi = csi.with_timeout(args.probe_timeout);
+    if !args.http_endpoint.is_empty() {
+        return Ok(Started::Serving { check: Some(driver_probe_check(csi)), exit: None });
+    }
+    let bound = serve_router(&servers.health_address, driver_health_router("/healthz", csi))
+        .await
+        .map_err(|e| SetupError::message(e.to_string()))?;
+    tracing::info!(address = %bound, "livenessprobe: serving /healthz");
+    Ok(Started::Serving { check: None, exit: None })
+}
+
+/// livenessprobe, as `csi-sidecars` and the e2e harness find it.
+pub struct LivenessProbe;
+
+impl Described for LivenessProbe {
+    const DESCRIPTION: Description =
+        Description { name: NAME, binary: "livenessprobe", lease: None, rbac: None, metrics: describe::Metrics::Own };
+    type Args = Args;
+    type Config = Config;
+
+    fn from_args(args: Args) -> Result<Config, SetupError> {
+        Config::from_args(args)
+    }
+
+    fn timeout(config: &Config) -> Duration {
+        config.timeout()
+    }
+
+    async fn start(config: Config, beside: Beside<'_>) -> Result<Started, SetupError> {
+        start(config, &beside.driver.csi).await
+    }
+}
 
 /// Runs livenessprobe; answers the process's exit status.
 pub async fn run(args: Args) -> i32 {
-    let servers = match servers(&args) {
-        Ok(servers) => servers,
+    let Config { args, servers } = match Config::from_args(args) {
+        Ok(config) => config,
         Err(error) => {
             tracing::error!("{error}");
             return 1;
@@ -69,11 +128,12 @@ pub async fn run(args: Args) -> i32 {
 
 /// Waits for the driver and asks its name (which labels the metrics); the client's calls then run under
 /// `probe_timeout`.
-async fn connect(csi_address: &str, probe_timeout: Duration, metrics: OperationMetrics) -> anyhow::Result<CsiClient> {
-    let endpoint: Endpoint = csi_address.parse()?;
-    let connection = csi_client::connect(&endpoint, WAIT_FOR_DRIVER).await?;
-    let csi = CsiClient::new(&connection, probe_timeout, metrics);
-    let name = csi.with_timeout(WAIT_FOR_DRIVER).driver_info().await?.name;
-    tracing::info!(driver = %name, "CSI driver name");
-    Ok(csi)
+async fn connect(
+    csi_address: &str,
+    probe_timeout: Duration,
+    metrics: OperationMetrics,
+) -> Result<CsiClient, sidecar_runtime::DriverError> {
+    let driver = sidecar_runtime::wait_for_driver(csi_address, probe_timeout, metrics).await?;
+    tracing::info!(driver = %driver.name, "CSI driver name");
+    Ok(driver.csi)
 }

@@ -1,11 +1,15 @@
 //! The registrar's life, in upstream's order: flags checked, the driver's name asked (waiting for the driver as
 //! long as it takes), the registration socket served with `/healthz` beside it, until SIGTERM/SIGINT (exit 0) or
 //! the kubelet's refusal (exit 1). The socket is removed on either way out.
+//!
+//! Beside other sidecars (`csi-sidecars`), [`Config::from_args`] and [`start`] serve the same socket for the driver
+//! the process's one connection learnt.
 
 use std::time::Duration;
 
-use csi_client::{CsiClient, Endpoint, OperationMetrics};
-use sidecar_runtime::Shutdown;
+use csi_client::{CsiClient, OperationMetrics};
+use sidecar_runtime::describe::Metrics;
+use sidecar_runtime::{Beside, Described, Description, SetupError, Shutdown, Started};
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
@@ -16,11 +20,80 @@ use crate::flags::Args;
 use crate::proto::registration_server::RegistrationServer;
 use crate::registration_server::{self, RegistrationService};
 use crate::translate::registration::{plugin_info, socket_path};
-use crate::translate::startup::{Startup, startup};
+use crate::translate::startup::{MODE_REGISTRATION_PROBE, Startup, startup};
 use crate::{VERSION, health_server};
 
-/// How long to wait for the driver's socket: in effect, forever, as upstream.
-const WAIT_FOR_DRIVER: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The sidecar's name in `csi-sidecars --sidecars` and in its messages.
+pub const NAME: &str = "registrar";
+
+/// The flags, checked as the binary checks them.
+pub struct Config {
+    args: Args,
+    health_address: Option<String>,
+}
+
+impl Config {
+    /// The deprecated `--mode=kubelet-registration-probe`, under which the binary exits 0 at once, is refused: it
+    /// is an exec probe's command, not a sidecar to run beside others.
+    pub fn from_args(args: Args) -> Result<Config, SetupError> {
+        match startup(&args).map_err(|e| SetupError::message(e.to_string()))? {
+            Startup::ExitAsProbe => Err(SetupError::message(format!(
+                "--mode={MODE_REGISTRATION_PROBE} is an exec probe of the csi-node-driver-registrar binary, not a \
+                 mode csi-sidecars runs"
+            ))),
+            Startup::Register { health_address } => Ok(Config { args, health_address }),
+        }
+    }
+
+    /// `--timeout`.
+    pub fn timeout(&self) -> Duration {
+        self.args.timeout
+    }
+}
+
+/// Serves the registration socket of `driver` until `shutdown`, in a task whose end is the exit status. With
+/// `--http-endpoint` (the process's) the socket check joins the process's `/healthz`; with `--health-port` it is
+/// served alone there, as the binary does.
+pub fn start(config: Config, driver: &str, shutdown: &Shutdown) -> Started {
+    let Config { args, health_address } = config;
+    let (own_address, check) = match args.http_endpoint.is_empty() {
+        true => (health_address, None),
+        false => {
+            let socket = socket_path(&args.plugin_registration_path, driver);
+            (None, Some(health_server::socket_health_check(socket, driver.to_string(), args.timeout)))
+        }
+    };
+    let (driver, shutdown) = (driver.to_string(), shutdown.clone());
+    let exit = tokio::spawn(async move { register(&args, &driver, own_address, &shutdown).await });
+    Started::Serving { check, exit: Some(exit) }
+}
+
+/// csi-node-driver-registrar, as `csi-sidecars` and the e2e harness find it.
+pub struct Registrar;
+
+impl Described for Registrar {
+    const DESCRIPTION: Description = Description {
+        name: NAME,
+        binary: "csi-node-driver-registrar",
+        lease: None,
+        rbac: None,
+        metrics: Metrics::None,
+    };
+    type Args = Args;
+    type Config = Config;
+
+    fn from_args(args: Args) -> Result<Config, SetupError> {
+        Config::from_args(args)
+    }
+
+    fn timeout(config: &Config) -> Duration {
+        config.timeout()
+    }
+
+    async fn start(config: Config, beside: Beside<'_>) -> Result<Started, SetupError> {
+        Ok(start(config, &beside.driver.name, beside.shutdown))
+    }
+}
 
 /// Runs the registrar; answers the process's exit status.
 pub async fn run(args: Args) -> i32 {
@@ -56,8 +129,7 @@ pub async fn run(args: Args) -> i32 {
 
 /// Connects to the driver (waiting for its socket) and asks GetPluginInfo within `timeout`.
 async fn driver_name(csi_address: &str, timeout: Duration) -> anyhow::Result<String> {
-    let endpoint: Endpoint = csi_address.parse()?;
-    let connection = csi_client::connect(&endpoint, WAIT_FOR_DRIVER).await?;
+    let connection = sidecar_runtime::wait_for_socket(csi_address).await?;
     // No metrics are served: the registry only satisfies the client.
     let metrics = OperationMetrics::register(&mut prometheus_client::registry::Registry::default());
     let csi = CsiClient::new(&connection, timeout, metrics);

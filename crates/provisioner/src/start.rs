@@ -3,10 +3,13 @@
 
 use csi_client::capabilities::ControllerCapability;
 use csi_client::proto::NodeGetInfoRequest;
+use sidecar_runtime::describe::Metrics;
 use sidecar_runtime::journal::{Bounds, JournalOptions};
 use sidecar_runtime::kube_client::{self, KubeClientOptions};
 use sidecar_runtime::leader_election::{lease_namespace, provisioner_lease_name};
-use sidecar_runtime::{Driver, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop};
+use sidecar_runtime::{
+    Beside, Described, Description, Driver, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop, Started,
+};
 
 use crate::controller::capacity::{Capacity, CapacityMetrics, CapacityOptions};
 use crate::controller::capacity_owner::lookup_owner;
@@ -144,4 +147,32 @@ pub async fn start(config: Config, sidecar: &mut Sidecar, driver: &Driver) -> Re
     }
     let lease = provisioner_lease_name(&driver);
     Ok(SidecarLoop::new(NAME, lease, args.timeout, |stop| controller.run(stop)))
+}
+
+/// csi-provisioner, as `csi-sidecars` and the e2e harness find it.
+pub struct Provisioner;
+
+impl Described for Provisioner {
+    const DESCRIPTION: Description = Description {
+        name: NAME,
+        binary: "csi-provisioner",
+        lease: Some(provisioner_lease_name),
+        rbac: Some("external-provisioner.yaml"),
+        metrics: Metrics::Runtime,
+    };
+    type Args = Args;
+    type Config = Config;
+
+    fn from_args(args: Args) -> Result<Config, SetupError> {
+        Config::from_args(args)
+    }
+
+    fn timeout(config: &Config) -> std::time::Duration {
+        config.timeout()
+    }
+
+    async fn start(config: Config, mut beside: Beside<'_>) -> Result<Started, SetupError> {
+        let driver = beside.driver;
+        Ok(Started::Loop(start(config, beside.sidecar()?, driver).await?))
+    }
 }

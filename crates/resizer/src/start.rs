@@ -3,9 +3,12 @@
 
 use csi_client::capabilities::NodeCapability;
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
+use sidecar_runtime::describe::Metrics;
 use sidecar_runtime::kube_client::api_resource_exists;
 use sidecar_runtime::leader_election::resizer_lease_name;
-use sidecar_runtime::{Driver, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop};
+use sidecar_runtime::{
+    Beside, Described, Description, Driver, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop, Started,
+};
 
 use crate::controller::{Controller, Options, ResizerMetrics, event_component};
 use crate::flags::{Args, Features, GA_GATES};
@@ -120,5 +123,33 @@ async fn volume_attributes_class_api(client: &kube::Client) -> bool {
             tracing::warn!(error = %err, "API discovery failed; assuming VolumeAttributesClass is served");
             true
         }
+    }
+}
+
+/// csi-resizer, as `csi-sidecars` and the e2e harness find it.
+pub struct Resizer;
+
+impl Described for Resizer {
+    const DESCRIPTION: Description = Description {
+        name: NAME,
+        binary: "csi-resizer",
+        lease: Some(resizer_lease_name),
+        rbac: Some("external-resizer.yaml"),
+        metrics: Metrics::Runtime,
+    };
+    type Args = Args;
+    type Config = Config;
+
+    fn from_args(args: Args) -> Result<Config, SetupError> {
+        Config::from_args(args)
+    }
+
+    fn timeout(config: &Config) -> std::time::Duration {
+        config.timeout()
+    }
+
+    async fn start(config: Config, mut beside: Beside<'_>) -> Result<Started, SetupError> {
+        let driver = beside.driver;
+        Ok(Started::Loop(start(config, beside.sidecar()?, driver).await?))
     }
 }

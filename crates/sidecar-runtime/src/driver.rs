@@ -15,8 +15,9 @@ use csi_client::{Connection, CsiClient, Endpoint, OperationMetrics};
 
 use crate::Sidecar;
 
-/// How long to wait for the driver's socket: in effect, forever.
-const WAIT_FOR_SOCKET: Duration = Duration::from_secs(365 * 24 * 3600);
+/// How long to wait for the driver's socket (and, for the sidecars without a Lease, its name): in effect, forever,
+/// as upstream's sidecars wait.
+pub const WAIT_FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
@@ -54,13 +55,33 @@ impl Sidecar {
     }
 }
 
+/// Waits for the socket at `csi_address` as long as it takes.
+pub async fn wait_for_socket(csi_address: &str) -> Result<Connection, DriverError> {
+    let endpoint: Endpoint = csi_address.parse()?;
+    Ok(connection::connect(&endpoint, WAIT_FOREVER).await?)
+}
+
+/// Waits for the driver and asks its name, both as long as it takes, as upstream's livenessprobe does: no Probe,
+/// and a lost connection is dialled again rather than ending the process. The client's calls then run under
+/// `call_timeout`.
+pub async fn wait_for_driver(
+    csi_address: &str,
+    call_timeout: Duration,
+    metrics: OperationMetrics,
+) -> Result<Driver, DriverError> {
+    let connection = wait_for_socket(csi_address).await?;
+    let csi = CsiClient::new(&connection, call_timeout, metrics);
+    let name = csi.with_timeout(WAIT_FOREVER).driver_info().await?.name;
+    Ok(Driver { connection, csi, name })
+}
+
 /// Waits for the socket, then for Probe to say ready, and asks the driver's name.
 async fn connect_and_probe(
     endpoint: Endpoint,
     call_timeout: Duration,
     metrics: OperationMetrics,
 ) -> Result<Driver, DriverError> {
-    let connection = connection::connect(&endpoint, WAIT_FOR_SOCKET).await?;
+    let connection = connection::connect(&endpoint, WAIT_FOREVER).await?;
     let watched = connection.clone();
     tokio::spawn(async move {
         watched.lost().await;

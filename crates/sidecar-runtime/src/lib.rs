@@ -27,6 +27,7 @@
 
 pub mod api_error;
 pub mod control_loop;
+pub mod describe;
 mod driver;
 pub mod events;
 pub mod flags;
@@ -55,7 +56,8 @@ pub mod update;
 pub mod watch;
 
 pub use control_loop::Loop;
-pub use driver::{Driver, DriverError};
+pub use describe::{Beside, ConfigError, Configured, Described, Description, Registration, Started, register};
+pub use driver::{Driver, DriverError, wait_for_driver, wait_for_socket};
 pub use events::{EventRecorder, EventType, PlannedEvent, object_reference};
 pub use flags::{CommonArgs, FeatureGates, LoggingFormat, RetryArgs, StandardArgs};
 pub use queue::{Outcome, QueueMetrics, RetryPolicy, WorkItem, WorkQueue};

@@ -4,8 +4,25 @@
 
 use group_snapshotter::controller::common;
 use group_snapshotter::start::controller_group_loop;
-use sidecar_runtime::{SetupError, Sidecar, SidecarLoop};
+use sidecar_runtime::describe::Metrics;
+use sidecar_runtime::leader_election::SNAPSHOT_CONTROLLER_LEASE_NAME;
+use sidecar_runtime::{Description, SetupError, Sidecar, SidecarLoop};
 pub use snapshotter::start::ControllerConfig as Config;
+
+/// snapshot-controller, described as the sidecars are for the image list and the e2e harness; one per cluster, it
+/// never runs inside `csi-sidecars`.
+pub const DESCRIPTION: Description = Description {
+    name: snapshotter::start::CONTROLLER_NAME,
+    binary: "snapshot-controller",
+    lease: Some(lease_name),
+    rbac: Some("snapshot-controller.yaml"),
+    metrics: Metrics::Runtime,
+};
+
+/// One Lease per cluster, whatever the driver.
+fn lease_name(_driver: &str) -> String {
+    SNAPSHOT_CONTROLLER_LEASE_NAME.to_string()
+}
 
 /// Waits for the snapshot CRDs, then builds the loops.
 pub async fn start(config: Config, sidecar: &mut Sidecar) -> Result<SidecarLoop, SetupError> {

@@ -5,7 +5,10 @@
 //! instead of waiting unseen.
 
 use group_snapshotter::start::{driver_has_group_snapshots, sidecar_controller, sidecar_groups_served};
-use sidecar_runtime::{Driver, SetupError, Sidecar, SidecarLoop};
+use sidecar_runtime::describe::Metrics;
+use sidecar_runtime::leader_election::snapshotter_lease_name;
+use sidecar_runtime::{Beside, Described, Description, Driver, SetupError, Sidecar, SidecarLoop, Started};
+use snapshotter::flags::sidecar::Args;
 pub use snapshotter::start::{Config, NAME};
 
 use crate::group_snapshotter::group_args;
@@ -31,4 +34,33 @@ pub async fn start(
     let args = group_args(config.args());
     let groups = sidecar_controller(&args, sidecar, content.csi.clone(), &driver.name, content.events.clone());
     Ok(content.beside(|stop| groups.run(stop)))
+}
+
+/// csi-snapshotter, as `csi-sidecars` and the e2e harness find it.
+pub struct Snapshotter;
+
+impl Described for Snapshotter {
+    const DESCRIPTION: Description = Description {
+        name: NAME,
+        binary: "csi-snapshotter",
+        lease: Some(snapshotter_lease_name),
+        rbac: Some("csi-snapshotter.yaml"),
+        metrics: Metrics::Runtime,
+    };
+    type Args = Args;
+    type Config = Config;
+
+    fn from_args(args: Args) -> Result<Config, SetupError> {
+        Config::from_args(args)
+    }
+
+    fn timeout(config: &Config) -> std::time::Duration {
+        config.timeout()
+    }
+
+    /// Beside `group-snapshotter` the group loop is that one's (one loop per group content, under one Lease).
+    async fn start(config: Config, mut beside: Beside<'_>) -> Result<Started, SetupError> {
+        let (driver, groups) = (beside.driver, !beside.selected(crate::group_snapshotter::NAME));
+        Ok(Started::Loop(start(config, beside.sidecar()?, driver, groups).await?))
+    }
 }

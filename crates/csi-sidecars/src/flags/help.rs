@@ -46,7 +46,7 @@ pub fn command() -> Command {
     // Each flag's first declaration, and for each the sidecars that have it with their defaults.
     let mut order: Vec<Arg> = Vec::new();
     let mut owners: BTreeMap<String, Vec<(Kind, String)>> = BTreeMap::new();
-    for kind in Kind::ALL {
+    for kind in Kind::all() {
         for arg in kind.command().get_arguments() {
             let id = arg.get_id().to_string();
             let default = arg.get_default_values().iter().map(|v| v.to_string_lossy()).collect::<Vec<_>>().join(",");
@@ -67,9 +67,11 @@ pub fn command() -> Command {
 /// Adds to a flag's help which sidecars have it (unless all do) and its default per sidecar (when they differ).
 fn annotate(arg: Arg, kinds: &[(Kind, String)]) -> Arg {
     let mut notes = Vec::new();
-    // csi-snapshotter and csi-group-snapshotter share one command line: list it once, as both.
-    let distinct: Vec<&(Kind, String)> = kinds.iter().filter(|(k, _)| *k != Kind::GroupSnapshotter).collect();
-    if distinct.len() < Kind::ALL.len() - 1 {
+    // Sidecars that share one command line (csi-snapshotter and csi-group-snapshotter) count once, as the first.
+    let first_of_its_command = |kind: Kind| Kind::all().find(|k| k.command().get_name() == kind.command().get_name());
+    let distinct: Vec<&(Kind, String)> = kinds.iter().filter(|(k, _)| first_of_its_command(*k) == Some(*k)).collect();
+    let commands = Kind::all().filter(|k| first_of_its_command(*k) == Some(*k)).count();
+    if distinct.len() < commands {
         notes.push(format!("[{}]", kinds.iter().map(|(k, _)| k.name()).collect::<Vec<_>>().join(", ")));
     }
     let defaults_differ = distinct.windows(2).any(|pair| pair[0].1 != pair[1].1);

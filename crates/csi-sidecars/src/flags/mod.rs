@@ -14,80 +14,69 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 
 use clap::CommandFactory;
-use sidecar_runtime::CommonArgs;
 use sidecar_runtime::flags::normalize_go_args;
+use sidecar_runtime::{CommonArgs, ConfigError, Configured, Description, Registration};
+
+use crate::sidecars::SIDECARS;
 
 pub use help::command;
 
-/// A sidecar `csi-sidecars` can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
-    Provisioner,
-    Resizer,
-    Snapshotter,
-    GroupSnapshotter,
-    Attacher,
-    LivenessProbe,
-    Registrar,
-}
+/// A sidecar `csi-sidecars` can run: one of [`SIDECARS`], as its own crate describes it.
+#[derive(Clone, Copy)]
+pub struct Kind(&'static Registration);
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
-        Kind::Provisioner,
-        Kind::Resizer,
-        Kind::Snapshotter,
-        Kind::GroupSnapshotter,
-        Kind::Attacher,
-        Kind::LivenessProbe,
-        Kind::Registrar,
-    ];
+    /// Every sidecar, in [`SIDECARS`]' order (that of the help and the messages).
+    pub fn all() -> impl Iterator<Item = Kind> {
+        SIDECARS.iter().map(Kind)
+    }
+
+    pub fn description(self) -> &'static Description {
+        &self.0.description
+    }
 
     /// Its name in `--sidecars` and in flag prefixes.
     pub fn name(self) -> &'static str {
-        match self {
-            Kind::Provisioner => provisioner::start::NAME,
-            Kind::Resizer => resizer::start::NAME,
-            Kind::Snapshotter => snapshot_binaries::snapshotter::NAME,
-            Kind::GroupSnapshotter => snapshot_binaries::group_snapshotter::NAME,
-            Kind::Attacher => attacher::start::NAME,
-            Kind::LivenessProbe => "livenessprobe",
-            Kind::Registrar => "registrar",
-        }
+        self.0.description.name
     }
 
     /// The binary it is otherwise, which its parser's messages name.
     pub fn binary(self) -> &'static str {
-        match self {
-            Kind::Provisioner => "csi-provisioner",
-            Kind::Resizer => "csi-resizer",
-            Kind::Snapshotter => "csi-snapshotter",
-            Kind::GroupSnapshotter => "csi-group-snapshotter",
-            Kind::Attacher => "csi-attacher",
-            Kind::LivenessProbe => "livenessprobe",
-            Kind::Registrar => "csi-node-driver-registrar",
-        }
+        self.0.description.binary
     }
 
     /// Whether it talks to Kubernetes. The node pod's registrar and livenessprobe do not: a set of only those runs
     /// without a Kubernetes client (and needs no credentials).
     pub fn uses_kubernetes(self) -> bool {
-        !matches!(self, Kind::LivenessProbe | Kind::Registrar)
+        self.0.description.uses_kubernetes()
     }
 
     pub fn from_name(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|kind| kind.name() == name)
+        Kind::all().find(|kind| kind.name() == name)
     }
 
     /// Its own command line, as its single binary parses it.
     pub fn command(self) -> clap::Command {
-        match self {
-            Kind::Provisioner => provisioner::flags::Args::command(),
-            Kind::Resizer => resizer::flags::Args::command(),
-            Kind::Snapshotter | Kind::GroupSnapshotter => snapshotter::flags::sidecar::Args::command(),
-            Kind::Attacher => attacher::flags::Args::command(),
-            Kind::LivenessProbe => livenessprobe::flags::Args::command(),
-            Kind::Registrar => node_driver_registrar::flags::Args::command(),
-        }
+        (self.0.command)()
+    }
+
+    /// Parses and checks its command line (program name first) with its own parser and checks.
+    pub fn configure(self, argv: Vec<OsString>) -> Result<Box<dyn Configured>, ConfigError> {
+        (self.0.configure)(argv)
+    }
+}
+
+impl PartialEq for Kind {
+    fn eq(&self, other: &Kind) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Kind {}
+
+impl std::fmt::Debug for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -133,7 +122,7 @@ pub enum CommandLineError {
 }
 
 fn names() -> String {
-    Kind::ALL.map(Kind::name).join(", ")
+    Kind::all().map(Kind::name).collect::<Vec<_>>().join(", ")
 }
 
 /// The flags of [`CommonArgs`] that may still be given per sidecar.
@@ -192,7 +181,7 @@ pub fn split(argv: Vec<OsString>) -> Result<CommandLine, CommandLineError> {
         return Err(CommandLineError::NoSidecars);
     }
 
-    let commands: Vec<(Kind, BTreeSet<String>)> = Kind::ALL.into_iter().map(|k| (k, longs(&k.command()))).collect();
+    let commands: Vec<(Kind, BTreeSet<String>)> = Kind::all().map(|k| (k, longs(&k.command()))).collect();
     let has = |kind: Kind, name: &str| commands.iter().any(|(k, longs)| *k == kind && longs.contains(name));
     let process_flags = longs(&ProcessArgs::command());
 
@@ -232,7 +221,7 @@ pub fn split(argv: Vec<OsString>) -> Result<CommandLine, CommandLineError> {
             }
         }
         if !taken {
-            let owners: Vec<&str> = Kind::ALL.into_iter().filter(|k| has(*k, &flag.name)).map(Kind::name).collect();
+            let owners: Vec<&str> = Kind::all().filter(|k| has(*k, &flag.name)).map(Kind::name).collect();
             if owners.is_empty() {
                 return Err(CommandLineError::UnknownFlag(flag.written));
             }

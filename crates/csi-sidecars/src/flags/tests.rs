@@ -8,6 +8,10 @@ fn words(argv: &[OsString]) -> Vec<String> {
     argv.iter().map(|a| a.to_string_lossy().into_owned()).collect()
 }
 
+fn kind(name: &str) -> Kind {
+    Kind::from_name(name).unwrap_or_else(|| panic!("no sidecar {name}"))
+}
+
 fn of(line: &CommandLine, kind: Kind) -> Vec<String> {
     line.sidecars.iter().find(|(k, _)| *k == kind).map(|(_, a)| words(&a[1..])).unwrap_or_default()
 }
@@ -57,8 +61,8 @@ fn each_flag_goes_to_the_sidecars_that_have_it() {
     ];
     for (case, line, provisioner, resizer) in table {
         let split = split(argv(line)).unwrap_or_else(|err| panic!("{case}: {err}"));
-        assert_eq!(of(&split, Kind::Provisioner), *provisioner, "{case}");
-        assert_eq!(of(&split, Kind::Resizer), *resizer, "{case}");
+        assert_eq!(of(&split, kind("provisioner")), *provisioner, "{case}");
+        assert_eq!(of(&split, kind("resizer")), *resizer, "{case}");
     }
 }
 
@@ -73,9 +77,12 @@ fn the_controller_and_node_pods_sets_split() {
     ]))
     .unwrap();
     assert_eq!(words(&controller.process[1..]), ["--csi-address=/csi/csi.sock"]);
-    assert_eq!(of(&controller, Kind::Provisioner), ["--csi-address=/csi/csi.sock", "--timeout=30s"]);
-    assert_eq!(of(&controller, Kind::Attacher), ["--csi-address=/csi/csi.sock", "--timeout=30s", "--worker-threads=3"]);
-    assert_eq!(of(&controller, Kind::LivenessProbe), ["--csi-address=/csi/csi.sock", "--probe-timeout=5s"]);
+    assert_eq!(of(&controller, kind("provisioner")), ["--csi-address=/csi/csi.sock", "--timeout=30s"]);
+    assert_eq!(
+        of(&controller, kind("attacher")),
+        ["--csi-address=/csi/csi.sock", "--timeout=30s", "--worker-threads=3"]
+    );
+    assert_eq!(of(&controller, kind("livenessprobe")), ["--csi-address=/csi/csi.sock", "--probe-timeout=5s"]);
 
     let path = "--kubelet-registration-path=/var/lib/kubelet/plugins/d/csi.sock";
     let node = split(argv(&[
@@ -86,10 +93,10 @@ fn the_controller_and_node_pods_sets_split() {
     ]))
     .unwrap();
     assert_eq!(words(&node.process[1..]), ["--csi-address=/csi/csi.sock", "--http-endpoint=:9809"]);
-    assert_eq!(of(&node, Kind::Registrar), ["--csi-address=/csi/csi.sock", path, "--http-endpoint=:9809"]);
-    assert_eq!(of(&node, Kind::LivenessProbe), ["--csi-address=/csi/csi.sock", "--http-endpoint=:9809"]);
-    assert!(!Kind::Registrar.uses_kubernetes() && !Kind::LivenessProbe.uses_kubernetes());
-    assert!(Kind::Attacher.uses_kubernetes());
+    assert_eq!(of(&node, kind("registrar")), ["--csi-address=/csi/csi.sock", path, "--http-endpoint=:9809"]);
+    assert_eq!(of(&node, kind("livenessprobe")), ["--csi-address=/csi/csi.sock", "--http-endpoint=:9809"]);
+    assert!(!kind("registrar").uses_kubernetes() && !kind("livenessprobe").uses_kubernetes());
+    assert!(kind("attacher").uses_kubernetes());
 }
 
 #[test]
@@ -112,7 +119,7 @@ fn the_process_gets_its_own_flags_once() {
 fn the_sidecars_keep_the_order_given_once_each() {
     let split = split(argv(&["--sidecars=snapshotter, provisioner,snapshotter,group-snapshotter"])).unwrap();
     let kinds: Vec<Kind> = split.sidecars.iter().map(|(k, _)| *k).collect();
-    assert_eq!(kinds, [Kind::Snapshotter, Kind::Provisioner, Kind::GroupSnapshotter]);
+    assert_eq!(kinds, [kind("snapshotter"), kind("provisioner"), kind("group-snapshotter")]);
     assert!(!split.leader_election_shared);
 }
 

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use csi_sidecars_e2e::backend::{CreateCalls, Kind};
+use csi_sidecars_e2e::chaos::calls::parse_calls;
 use csi_sidecars_e2e::group_world::{GATE, GATE_OFF, Groups, labelled_claim, sidecar_args, start, start_with};
 use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
 use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_snapshot_controller};
@@ -219,6 +220,66 @@ async fn a_killed_provisioner_leader_is_replaced_and_no_volume_is_made_twice() {
          existing volume {found_again} times",
         unanswered.len()
     );
+}
+
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill").arg(signal).arg(pid.to_string()).status().expect("kill");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// A leader paused (SIGSTOP, as a stalled node or VM) past its Lease and then run again must not call the driver
+/// once the other replica leads. Its claim fails with UNAVAILABLE and is retried with backoff, so a retry is overdue
+/// the moment it runs again, before its elector has asked the API server whether it still leads: the calls are
+/// fenced by its own renew deadline (sidecar_runtime's `LeaderStatus::may_act`), and it exits once its elector sees
+/// the Lease gone. The plugin names the caller of each changing call (its process id): none is the paused
+/// replica's after the successor's first.
+#[tokio::test]
+async fn a_paused_provisioner_leader_calls_the_driver_no_more_once_it_runs_again() {
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(faults.path(), r#"{"CreateVolume": {"code": "Unavailable", "message": "try again"}}"#).unwrap();
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = World::new("failover-pause", &[&fault_flag]).await;
+    let class = world.class("pause", &[], "Delete").await;
+    let ns = world.ns().to_string();
+    let election = election_flags(&ns);
+    let election: Vec<&str> = election.iter().map(String::as_str).collect();
+    let args = world.provisioner_args(&election);
+    let mut replicas = Replicas {
+        leases: Api::namespaced(world.client.clone(), &ns),
+        lease: sanitized(&world.driver),
+        replicas: Vec::new(),
+    };
+    for identity in ["replica-a", "replica-b"] {
+        let env = [("POD_NAME", identity), ("POD_NAMESPACE", ns.as_str())];
+        let process = world.scenario.start_with_env(identity, &binary("csi-provisioner"), &args, &env);
+        replicas.replicas.push((identity.to_string(), process));
+    }
+    let leader = replicas.leader().await;
+    let (paused, successor) = (replicas.replicas[leader].1.pid(), replicas.replicas[1 - leader].1.pid());
+    let calls = |pid: u32| parse_calls(&world.plugin.log()).iter().filter(|c| c.pid == pid).count();
+    world.claim("waiting", &class, None, "ReadWriteOnce").await;
+    eventually("the leader calls CreateVolume", TIMEOUT, || async { calls(paused) >= 2 }).await;
+
+    signal(paused, "-STOP");
+    let successor_name = replicas.replicas[1 - leader].0.clone();
+    wait_for(&format!("{successor_name} to take the Lease"), handover_bound() + TIMEOUT, || async {
+        (replicas.holder().await.as_deref() == Some(successor_name.as_str())).then_some(())
+    })
+    .await;
+    eventually("the successor calls CreateVolume", TIMEOUT, || async { calls(successor) >= 1 }).await;
+    signal(paused, "-CONT");
+    let exit = replicas.replicas[leader].1.wait_exit(TIMEOUT).await;
+    assert_eq!(exit, 1, "a leader that lost its Lease exits 1, as upstream's");
+
+    let all = parse_calls(&world.plugin.log());
+    let first = all.iter().position(|c| c.pid == successor).expect("the successor's first call");
+    let late: Vec<_> = all[first..].iter().filter(|c| c.pid == paused).collect();
+    assert!(late.is_empty(), "the paused replica called the driver after the successor had: {late:?}");
+    let fenced = replicas.replicas[leader].1.log().matches("CSI call not made").count();
+    eprintln!("the paused replica's calls refused by its fence after it ran again: {fenced}");
+
+    std::fs::write(faults.path(), "{}").unwrap();
+    world.bound("waiting").await;
 }
 
 #[tokio::test]

@@ -25,7 +25,7 @@ const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_MAX_LOG_LENGTH: usize = 4096;
 
 /// A CSI client bound to one plugin connection.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CsiClient {
     channel: Channel,
     timeout: Duration,
@@ -33,7 +33,26 @@ pub struct CsiClient {
     max_log_length: usize,
     /// Calls serve an in-tree volume (CSI migration): recorded in the metrics' `migrated` label.
     migrated: bool,
+    /// Asked before every call; a refusal ends the call before it reaches the driver.
+    fence: Option<Fence>,
 }
+
+impl std::fmt::Debug for CsiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CsiClient")
+            .field("channel", &self.channel)
+            .field("timeout", &self.timeout)
+            .field("metrics", &self.metrics)
+            .field("max_log_length", &self.max_log_length)
+            .field("migrated", &self.migrated)
+            .field("fenced", &self.fence.is_some())
+            .finish()
+    }
+}
+
+/// Whether a call may go to the driver now: `Err(why)` refuses it. A sidecar under leader election fences its calls
+/// with its leadership, so that a replica that may no longer lead never calls the driver.
+pub type Fence = std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
@@ -65,7 +84,14 @@ impl CsiClient {
             metrics,
             max_log_length: DEFAULT_MAX_LOG_LENGTH,
             migrated: false,
+            fence: None,
         }
+    }
+
+    /// The same client, each call first asking `fence`; a refused call fails with UNAVAILABLE naming the reason,
+    /// unsent and unmeasured.
+    pub fn with_fence(&self, fence: Fence) -> CsiClient {
+        CsiClient { fence: Some(fence), ..self.clone() }
     }
 
     /// The same client for calls that serve a volume of the in-tree plugin the driver replaces (CSI migration).
@@ -101,6 +127,11 @@ impl CsiClient {
         F: FnOnce(Channel, tonic::Request<Req>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<Resp>, tonic::Status>>,
     {
+        if let Some(Err(reason)) = self.fence.as_ref().map(|fence| fence()) {
+            tracing::warn!(method, %reason, "CSI call not made");
+            let status = tonic::Status::unavailable(format!("not called: {reason}"));
+            return Err(CallError::Status { method, status });
+        }
         // `{:?}` of a CSI request never shows secrets: see crate::redact.
         tracing::debug!(method, request = ?request, "CSI call");
         let mut grpc_request = tonic::Request::new(request);

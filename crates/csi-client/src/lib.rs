@@ -28,7 +28,7 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/csi_redaction.rs"));
 }
 
-pub use client::CsiClient;
+pub use client::{CsiClient, Fence};
 pub use connection::{Connection, Endpoint, connect};
 pub use error::{Call, CallError, Disposition};
 pub use metrics::OperationMetrics;

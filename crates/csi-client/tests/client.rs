@@ -187,3 +187,30 @@ async fn publish_and_unpublish_reach_the_controller_service_under_their_method_n
         assert!(text.contains(&needle), "missing {needle}\n{text}");
     }
 }
+
+#[tokio::test]
+async fn a_fenced_call_never_reaches_the_plugin() {
+    let plugin = FakePlugin { name: "fenced.csi".into(), ..Default::default() };
+    let running = start(plugin.clone());
+    let connection = connect(&endpoint(&running.socket), Duration::from_secs(5)).await.unwrap();
+    let open = Arc::new(Mutex::new(false));
+    let gate = open.clone();
+    let fence: csi_client::Fence =
+        Arc::new(move || if *gate.lock().unwrap() { Ok(()) } else { Err("lease l last renewed 12s ago".to_string()) });
+    let client = CsiClient::new(&connection, Duration::from_secs(5), OperationMetrics::default()).with_fence(fence);
+    let request = || proto::CreateVolumeRequest {
+        name: "v".into(),
+        secrets: [("key".to_string(), "marker".to_string())].into(),
+        ..Default::default()
+    };
+    let err = client.create_volume(request()).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err}");
+    assert!(err.to_string().contains("not called: lease l last renewed 12s ago"), "{err}");
+    assert_eq!(err.disposition_for(Call::CreateVolume), Disposition::InProgress, "retried, never taken as final");
+    assert!(plugin.seen_secrets.lock().unwrap().is_empty(), "the plugin saw no call");
+    // Clones made after the fence keep it (with_timeout, as csi-sidecars gives each sidecar its own).
+    assert!(client.with_timeout(Duration::from_secs(1)).create_volume(request()).await.is_err());
+    *open.lock().unwrap() = true;
+    client.create_volume(request()).await.unwrap();
+    assert_eq!(*plugin.seen_secrets.lock().unwrap(), vec!["marker".to_string()]);
+}

@@ -160,6 +160,12 @@ impl Plugin {
         Resp: Debug + Send + 'static,
     {
         let started = Instant::now();
+        // The caller's process, as the socket's peer credentials name it: one line per change, so a test can tell
+        // which replica of a sidecar made each call (two replicas acting at once is a broken leader election).
+        if !is_read_only(method) {
+            let peer_pid = caller_pid(&request);
+            tracing::info!(method, peer_pid, "call");
+        }
         let request = request.into_inner();
         // The generated Debug of every message with secrets prints them redacted.
         tracing::debug!(method, ?request, "request");
@@ -224,6 +230,12 @@ impl Plugin {
             .await
             .unwrap_or_else(|panic| Err(Status::internal(format!("the call panicked: {panic}"))))
     }
+}
+
+/// The process id of the caller on a unix socket, 0 when the kernel did not say.
+fn caller_pid<Req>(request: &Request<Req>) -> i32 {
+    let info = request.extensions().get::<tonic::transport::server::UdsConnectInfo>();
+    info.and_then(|info| info.peer_cred).and_then(|cred| cred.pid()).unwrap_or(0)
 }
 
 /// Calls that only read are logged at debug level; changes and every failure are worth a line at info

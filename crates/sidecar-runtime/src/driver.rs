@@ -45,8 +45,15 @@ impl Sidecar {
         let endpoint: Endpoint = self.args().csi_address.parse()?;
         let metrics = OperationMetrics::register(self.registry());
         let shutdown = self.shutdown().clone();
+        // Under leader election every call first asks whether this process may still act as the leader.
+        let fence = self.args().leader_election.then(|| self.leader_status().fence());
         tokio::select! {
-            driver = connect_and_probe(endpoint.clone(), call_timeout, metrics) => driver,
+            driver = connect_and_probe(endpoint.clone(), call_timeout, metrics) => driver.map(|mut driver| {
+                if let Some(fence) = fence {
+                    driver.csi = driver.csi.with_fence(fence);
+                }
+                driver
+            }),
             () = shutdown.triggered() => {
                 tracing::info!(endpoint = %endpoint, "shutdown requested while waiting for the CSI driver, exiting");
                 std::process::exit(0)

@@ -248,7 +248,7 @@ mod tests {
     #[tokio::test]
     async fn an_overdue_leader_is_unhealthy() {
         let leader = LeaderStatus::new();
-        leader.elector_started("lock", std::time::Duration::from_secs(1));
+        leader.elector_started("lock", std::time::Duration::from_secs(1), std::time::Duration::from_millis(500));
         leader.renewed(Instant::now() - std::time::Duration::from_secs(60));
         let router = router(&options(true), registry(), Some(leader), Vec::new());
         let (status, body) = get(&router, "/healthz/leader-election").await;

@@ -101,6 +101,11 @@ impl Sidecar {
         self.client.clone()
     }
 
+    /// The process's leadership: its first Lease, and through it every other ([`LeaderStatus::another_lease`]).
+    pub fn leader_status(&self) -> &LeaderStatus {
+        &self.leader_status
+    }
+
     pub fn args(&self) -> &CommonArgs {
         &self.args
     }

@@ -159,7 +159,7 @@ impl LeaderElector {
     /// rate-limit tokens.
     pub fn new(client: kube::Client, config: LeaderElectionConfig, status: LeaderStatus) -> LeaderElector {
         let lock = LeaseLock::new(client.clone(), &config.namespace, &config.lock_name, config.labels.clone());
-        status.elector_started(&config.lock_name, config.lease_duration);
+        status.elector_started(&config.lock_name, config.lease_duration, config.renew_deadline);
         // csi-lib-utils' event source for leader-election events.
         let events = EventRecorder::new(client, format!("{}/{}", config.lock_name, config.identity));
         LeaderElector {

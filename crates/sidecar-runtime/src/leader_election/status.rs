@@ -35,8 +35,11 @@ impl Default for LeaderStatus {
 #[derive(Default)]
 struct State {
     leading: bool,
+    /// This process led the Lease and no longer does (lost or released): it must not act again.
+    ended: bool,
     last_renewal: Option<Instant>,
     lease_duration: Duration,
+    renew_deadline: Duration,
     lock_name: Option<String>,
 }
 
@@ -63,10 +66,11 @@ impl LeaderStatus {
     }
 
     /// Called once by the elector, before it first tries the Lease.
-    pub(crate) fn elector_started(&self, lock_name: &str, lease_duration: Duration) {
+    pub(crate) fn elector_started(&self, lock_name: &str, lease_duration: Duration, renew_deadline: Duration) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.lock_name = Some(lock_name.to_string());
         state.lease_duration = lease_duration;
+        state.renew_deadline = renew_deadline;
         self.master_status.get_or_create(&label(lock_name)).set(0);
     }
 
@@ -83,6 +87,7 @@ impl LeaderStatus {
     /// Leadership ended (lost or released).
     pub(crate) fn stopped(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.ended |= state.leading;
         state.leading = false;
         if let Some(name) = &state.lock_name {
             self.master_status.get_or_create(&label(name)).set(0);
@@ -100,6 +105,39 @@ impl LeaderStatus {
     pub fn check(&self, now: Instant, tolerance: Duration) -> Result<(), String> {
         let all = self.all.lock().unwrap_or_else(|p| p.into_inner()).clone();
         all.iter().try_for_each(|state| check_one(&state.lock().unwrap_or_else(|p| p.into_inner()), now, tolerance))
+    }
+}
+
+impl LeaderStatus {
+    /// Whether this process may still act as the leader at `now`, over every Lease of the process: not once a Lease
+    /// it led is lost or released, nor while a leader's last renewal is older than its renew deadline. Another
+    /// replica may take a Lease over once its duration has passed since the last renewal it saw, and the renew
+    /// deadline is shorter; so a leader paused (SIGSTOP, a stalled VM) past its Lease and running again stops before
+    /// its next driver call, not only once its elector notices. A process that never led passes (its start-up calls).
+    pub fn may_act(&self, now: Instant) -> Result<(), String> {
+        let all = self.all.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        all.iter().try_for_each(|state| may_act_one(&state.lock().unwrap_or_else(|p| p.into_inner()), now))
+    }
+
+    /// [`LeaderStatus::may_act`] at the moment of each call, as a CSI client's fence ([`csi_client::Fence`]).
+    pub fn fence(&self) -> csi_client::Fence {
+        let status = self.clone();
+        std::sync::Arc::new(move || status.may_act(Instant::now()))
+    }
+}
+
+fn may_act_one(state: &State, now: Instant) -> Result<(), String> {
+    let name = state.lock_name.as_deref().unwrap_or("");
+    if state.ended {
+        return Err(format!("no longer the leader of lease {name}"));
+    }
+    match state.last_renewal {
+        Some(last) if state.leading && now.saturating_duration_since(last) >= state.renew_deadline => Err(format!(
+            "lease {name} last renewed {:?} ago, not within the renew deadline {:?}: another replica may lead",
+            now.saturating_duration_since(last),
+            state.renew_deadline
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -130,7 +168,7 @@ mod tests {
         let t0 = Instant::now();
         assert_eq!(status.check(t0, HEALTH_TOLERANCE), Ok(()), "no elector: healthy");
 
-        status.elector_started("lock", Duration::from_secs(15));
+        status.elector_started("lock", Duration::from_secs(15), Duration::from_secs(10));
         assert_eq!(status.check(t0 + Duration::from_secs(3600), HEALTH_TOLERANCE), Ok(()), "not leading: healthy");
 
         status.renewed(t0);
@@ -152,8 +190,8 @@ mod tests {
         let first = LeaderStatus::new();
         let second = first.another_lease();
         let t0 = Instant::now();
-        first.elector_started("provisioner-lease", Duration::from_secs(15));
-        second.elector_started("resizer-lease", Duration::from_secs(15));
+        first.elector_started("provisioner-lease", Duration::from_secs(15), Duration::from_secs(10));
+        second.elector_started("resizer-lease", Duration::from_secs(15), Duration::from_secs(10));
         first.renewed(t0 + Duration::from_secs(60));
         second.renewed(t0);
         assert!(first.is_leading() && second.is_leading());
@@ -169,7 +207,7 @@ mod tests {
         let mut registry = Registry::default();
         let status = LeaderStatus::new();
         status.register(&mut registry);
-        status.elector_started("hostpath-csi-k8s-io", Duration::from_secs(15));
+        status.elector_started("hostpath-csi-k8s-io", Duration::from_secs(15), Duration::from_secs(10));
         let render = |registry: &Registry| {
             let mut text = String::new();
             prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
@@ -178,5 +216,28 @@ mod tests {
         assert!(render(&registry).contains("leader_election_master_status{name=\"hostpath-csi-k8s-io\"} 0"));
         status.renewed(Instant::now());
         assert!(render(&registry).contains("leader_election_master_status{name=\"hostpath-csi-k8s-io\"} 1"));
+    }
+
+    #[test]
+    fn a_leader_acts_only_within_its_renew_deadline_and_never_after_it_stopped() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let status = LeaderStatus::new();
+        status.elector_started("lock", s(15), s(10));
+        assert_eq!(status.may_act(t0), Ok(()), "not leading yet: start-up calls pass");
+        status.renewed(t0);
+        // (seconds since the last renewal, may act)
+        for (after, acts) in [(0, true), (9, true), (10, false), (60, false)] {
+            assert_eq!(status.may_act(t0 + s(after)).is_ok(), acts, "{after} s after the renewal");
+        }
+        status.renewed(t0 + s(60));
+        assert_eq!(status.may_act(t0 + s(61)), Ok(()), "renewed again");
+        let other = status.another_lease();
+        other.elector_started("other", s(15), s(10));
+        other.renewed(t0 + s(61));
+        other.stopped();
+        let refused = status.may_act(t0 + s(61)).unwrap_err();
+        assert_eq!(refused, "no longer the leader of lease other", "any Lease of the process counts");
+        assert!((status.fence())().is_err(), "the fence asks the same");
     }
 }

@@ -8,11 +8,12 @@
 #   make bench-scale   the same among 50,000 claims, PVs, pods and snapshot contents (BENCH_SCALE_OBJECTS)
 #   make chaos   the sidecars under faults, kills and restarts, then nothing leaked or lost (docs/chaos.md)
 #   make conformance   Kubernetes' storage e2e suites with our sidecars, then with upstream's (docs/conformance.md)
+#   make csimock   Kubernetes' CSI mock tests with our sidecars, then with upstream's (docs/conformance.md)
 
 CARGO ?= cargo
 E2E_PACKAGE := csi-sidecars-e2e
 
-.PHONY: fuzz build test unit sanity e2e e2e-tests node-e2e conformance lint tools bench bench-scale chaos cluster-up cluster-down clean image demo
+.PHONY: fuzz build test unit sanity e2e e2e-tests node-e2e conformance csimock lint tools bench bench-scale chaos cluster-up cluster-down clean image demo
 
 build:
 	$(CARGO) build --release --workspace --bins
@@ -56,8 +57,9 @@ e2e: tools
 # and reading volumes. One test at a time (they share the one node); the cluster is stopped afterwards. A machine
 # that lacks what the node needs (`bash e2e/cluster.sh node-check`; README, "Set up") skips them with a message,
 # unless E2E_NODE=required (.ci/run sets it). node_conformance is the quick share of `make conformance`: one spec of
-# each of Kubernetes' storage suites.
-NODE_SUITES := --test node_charts --test node_dropin --test node_volumes --test node_attach --test node_conformance
+# each of Kubernetes' storage suites; node_csimock that of `make csimock`: four of Kubernetes' CSI mock tests.
+NODE_SUITES := --test node_charts --test node_dropin --test node_volumes --test node_attach --test node_conformance \
+	--test node_csimock
 
 node-e2e: tools
 	@if ! bash e2e/cluster.sh node-check; then \
@@ -84,6 +86,23 @@ conformance: tools
 	CLUSTER_NODE=1 bash e2e/cluster.sh up
 	status=0; bash e2e/node-images.sh e2e && bash e2e/node-images.sh upstream || status=$$?; \
 	[ $$status -ne 0 ] || $(CURDIR)/target/debug/conformance $(CONFORMANCE_ARGS) || status=$$?; \
+	bash e2e/cluster.sh down; exit $$status
+
+# Kubernetes' CSI mock tests (e2e.test's test/e2e/storage/csimock): the specs where e2e.test itself is the CSI driver,
+# reached through hostpath-plugin --proxy-endpoint in the mock pod, with our sidecars, then with upstream's (built
+# from the module proxy), on a node-backed cluster of its own; reports in target/csimock/. CSIMOCK_ARGS:
+# --side=ours|upstream|both, --quick, --procs=N.
+CSIMOCK_ARGS ?=
+csimock: tools
+	bash e2e/cluster.sh node-check
+	bash e2e/tools.sh build node
+	bash e2e/tools.sh build conformance
+	bash e2e/tools.sh build $(BENCH_TOOLS)
+	$(CARGO) build --workspace --bins
+	bash e2e/cluster.sh down
+	CLUSTER_NODE=1 bash e2e/cluster.sh up
+	status=0; bash e2e/node-images.sh csimock || status=$$?; \
+	[ $$status -ne 0 ] || $(CURDIR)/target/debug/csimock $(CSIMOCK_ARGS) || status=$$?; \
 	bash e2e/cluster.sh down; exit $$status
 
 # Only the tests, against a cluster that is already up (for iterating).

@@ -5,8 +5,11 @@
 #   e2e/node-images.sh            build (or reuse) every image and import it
 #   e2e/node-images.sh list       print each image's name and what it holds
 #   e2e/node-images.sh e2e        also the images Kubernetes' e2e tests ask for (make conformance): busybox and
-#                                 agnhost under their registry.k8s.io/e2e-test-images names
+#                                 agnhost under their registry.k8s.io/e2e-test-images names, and ours under the names
+#                                 the CSI mock manifests ask for, the registry swapped: ours.local/sig-storage/<name>:<tag>
 #   e2e/node-images.sh upstream   also upstream's sidecars (make conformance's baseline), as upstream.local/<binary>:upstream
+#   e2e/node-images.sh csimock    e2e and upstream, and upstream's under the CSI mock manifests' names too:
+#                                 upstream.local/sig-storage/<name>:<tag> (make csimock)
 #
 # Our images: the dev-profile binaries of target/debug (csi-provisioner, csi-resizer, csi-snapshotter,
 # snapshot-controller, csi-group-snapshotter, csi-sidecars, csi-attacher, csi-node-driver-registrar, livenessprobe,
@@ -259,10 +262,50 @@ cmd_upstream() {
 	log "upstream's ${UPSTREAM[*]} imported as $UPSTREAM_REGISTRY/<binary>:upstream (registrar and livenessprobe: ours)"
 }
 
+# mock_images [REPOSITORY] -> `NAME:TAG` of every registry.k8s.io/REPOSITORY image (default sig-storage) in the CSI
+# mock manifests compiled into the e2e.test that e2e/go/k8s-e2e pins (test/e2e/testing-manifests/storage-csi/mock/)
+mock_images() {
+	local v dir
+	v="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3; exit }' \
+		"$ROOT/e2e/go/k8s-e2e/go.mod")"
+	dir="$(cd "$ROOT/e2e/go/k8s-e2e" && go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	sed -n "s|^[[:space:]]*image: registry.k8s.io/${1:-sig-storage}/\\([^[:space:]]*\\)\$|\\1|p" \
+		"$dir"/test/e2e/testing-manifests/storage-csi/mock/*.yaml | sort -u
+}
+
+# cmd_mock SIDE: each sig-storage image of the CSI mock manifests under SIDE's registry, which e2e.test's
+# KUBE_TEST_REPO_LIST (sigStorageRegistry) picks: ours.local/sig-storage/NAME:TAG is our binary of that name
+# (hostpathplugin is hostpath-plugin, which runs there as the proxy of e2e.test's mock driver),
+# upstream.local/sig-storage/NAME:TAG upstream's sidecar where the module proxy serves it, else ours (as `upstream`
+# does; run that first). With ours, also the mock pod's busybox under the tag csi-mock-proxy.yaml pins.
+cmd_mock() {
+	local side="$1" image name tag ours source
+	for image in $(mock_images); do
+		name="${image%%:*}" tag="${image#*:}"
+		ours="$name"
+		[[ "$name" != hostpathplugin ]] || ours=hostpath-plugin
+		[[ -x "$BIN_DIR/$ours" ]] || die "no binary of ours for the mock manifests' $name ($BIN_DIR/$ours)"
+		source="$(normalized "$ours:$(version)")"
+		if [[ "$side" == upstream && " ${UPSTREAM[*]} " == *" $ours "* ]]; then
+			source="$UPSTREAM_REGISTRY/$ours:upstream"
+		fi
+		bash "$ROOT/e2e/cluster.sh" ctr images tag --force "$source" "$side.local/sig-storage/$name:$tag" >/dev/null
+	done
+	log "the CSI mock manifests' $(mock_images | paste -sd ' ') imported as $side.local/sig-storage/<name>:<tag>"
+	[[ "$side" == ours ]] || return 0
+	for image in $(mock_images e2e-test-images); do
+		[[ "$image" == busybox:* ]] || die "the mock manifests ask for registry.k8s.io/e2e-test-images/$image"
+		bash "$ROOT/e2e/cluster.sh" ctr images tag --force "$(e2e_image busybox BusyBox)" \
+			"registry.k8s.io/e2e-test-images/$image" >/dev/null
+		log "registry.k8s.io/e2e-test-images/$image: Debian's busybox-static"
+	done
+}
+
 case "${1:-}" in
 "") cmd_build ;;
 list) cmd_list ;;
-e2e) cmd_build && cmd_e2e ;;
+e2e) cmd_build && cmd_e2e && cmd_mock ours ;;
 upstream) cmd_build && cmd_upstream ;;
-*) sed -n '2,10p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+csimock) cmd_build && cmd_e2e && cmd_mock ours && cmd_upstream && cmd_mock upstream ;;
+*) sed -n '2,13p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac

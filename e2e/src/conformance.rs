@@ -118,20 +118,33 @@ pub struct Finished {
 /// seconds]`, `S [SKIPPED] [0.1 seconds]`, `• [FAILED] [...]`, `• [PANICKED]`, `• [TIMEDOUT]`, ...). Its name is the
 /// line right after, when that line names a spec (skips and failures, and every spec when processes run in
 /// parallel); otherwise the spec whose header was last printed (a pass of a spec run alone prints its header first).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Progress {
     header: Option<String>,
     pending: Option<(State, f64)>,
+    /// How the text of every spec the run takes starts.
+    prefix: &'static str,
 }
 
 /// The prefix every spec of an external driver starts with.
 const SPEC_PREFIX: &str = "External Storage [";
 
+impl Default for Progress {
+    fn default() -> Progress {
+        Progress::with_prefix(SPEC_PREFIX)
+    }
+}
+
 impl Progress {
+    /// A reader of a run whose specs' texts all start with `prefix`.
+    pub fn with_prefix(prefix: &'static str) -> Progress {
+        Progress { header: None, pending: None, prefix }
+    }
+
     /// Feeds one line; returns the spec it finished, if any.
     pub fn line(&mut self, line: &str) -> Option<Finished> {
         let line = line.trim_end();
-        let is_name = line.starts_with(SPEC_PREFIX);
+        let is_name = line.starts_with(self.prefix);
         if let Some((state, seconds)) = self.pending.take() {
             let name = if is_name { Some(line.to_string()) } else { self.header.take() };
             if is_name {
@@ -347,7 +360,6 @@ pub async fn install(images: Images) -> NodeDriver {
 /// finished spec and returns them all.
 pub fn run(driver: &NodeDriver, selection: &Selection, procs: usize, dir: &Path) -> Report {
     let definition = write_definition(&driver.driver, dir);
-    let e2e_test = tool("e2e.test");
     let kubeconfig = Cluster::shared().kubeconfig().to_path_buf();
     let test_args = [
         format!("--storage.testdriver={}", definition.display()),
@@ -355,7 +367,22 @@ pub fn run(driver: &NodeDriver, selection: &Selection, procs: usize, dir: &Path)
         "--provider=local".to_string(),
         format!("--report-dir={}", dir.display()),
     ];
-    let total = selected(&e2e_test, selection, &test_args);
+    run_ginkgo(selection, procs, dir, &test_args, &[], Progress::default())
+}
+
+/// Runs e2e.test's specs of `selection` under the Ginkgo CLI with `procs` processes, `test_args` for e2e.test and
+/// `envs` in its environment; `progress` reads its output. Writes e2e.log, junit.xml, summary.md and specs.tsv into
+/// `dir`; prints a line per finished spec and returns them all.
+pub fn run_ginkgo(
+    selection: &Selection,
+    procs: usize,
+    dir: &Path,
+    test_args: &[String],
+    envs: &[(&str, String)],
+    mut progress: Progress,
+) -> Report {
+    let e2e_test = tool("e2e.test");
+    let total = selected(&e2e_test, selection, test_args, envs);
     let mut ginkgo = Command::new(tool("ginkgo"));
     ginkgo
         .arg("run")
@@ -364,13 +391,13 @@ pub fn run(driver: &NodeDriver, selection: &Selection, procs: usize, dir: &Path)
         .args([format!("--output-dir={}", dir.display()), "--junit-report=junit.xml".into()])
         .arg(&e2e_test)
         .arg("--")
-        .args(&test_args)
+        .args(test_args)
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let mut child = ginkgo.spawn().expect("starting ginkgo");
     let mut log = std::fs::File::create(dir.join("e2e.log")).expect("creating e2e.log");
-    let mut progress = Progress::default();
     let mut report = Report::default();
     for line in BufReader::new(child.stdout.take().expect("piped stdout")).lines() {
         let Ok(line) = line else { break };
@@ -393,11 +420,12 @@ pub fn run(driver: &NodeDriver, selection: &Selection, procs: usize, dir: &Path)
 }
 
 /// How many specs `selection` takes (a dry run; 0 when it cannot tell).
-fn selected(e2e_test: &Path, selection: &Selection, test_args: &[String]) -> usize {
+fn selected(e2e_test: &Path, selection: &Selection, test_args: &[String], envs: &[(&str, String)]) -> usize {
     let output = Command::new(e2e_test)
         .args(["--ginkgo.dry-run", "--ginkgo.no-color"])
         .args([format!("--ginkgo.focus={}", selection.focus), format!("--ginkgo.skip={}", selection.skip)])
         .args(test_args)
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .output();
     let text = output.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
     // "Ran 328 of 7907 Specs in 0.430 seconds"

@@ -56,7 +56,7 @@ pub enum Images {
 
 impl Images {
     /// The `helm --set` arguments that select these images.
-    fn sets(&self) -> Vec<String> {
+    pub fn sets(&self) -> Vec<String> {
         match self {
             Images::Ours => Vec::new(),
             Images::Upstream => {

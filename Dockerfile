@@ -3,8 +3,8 @@
 # distroless images: a deployment that sets no runAsUser reaches a root driver's socket as before the swap).
 #
 #   docker build --target csi-provisioner -t REGISTRY/csi-provisioner:TAG .
-#   (targets: csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-attacher
-#    csi-node-driver-registrar livenessprobe csi-sidecars)
+#   (targets: csi-provisioner csi-resizer csi-snapshotter csi-group-snapshotter csi-attacher livenessprobe
+#    csi-node-driver-registrar snapshot-controller csi-sidecars)
 #
 # buildah, kaniko and `docker buildx` read this file as it is. linux/amd64 only (the static gnu target).
 
@@ -20,13 +20,13 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     RUSTFLAGS="-C target-feature=+crt-static" cargo auditable build --release --locked \
       --target x86_64-unknown-linux-gnu -p provisioner -p resizer -p snapshot-binaries -p attacher \
       -p node-driver-registrar -p livenessprobe -p csi-sidecars \
-      --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin snapshot-controller \
-      --bin csi-group-snapshotter --bin csi-attacher --bin csi-node-driver-registrar --bin livenessprobe \
+      --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin csi-group-snapshotter \
+      --bin csi-attacher --bin livenessprobe --bin csi-node-driver-registrar --bin snapshot-controller \
       --bin csi-sidecars \
  && mkdir /out \
  && cd target/x86_64-unknown-linux-gnu/release \
- && cp csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-attacher \
-       csi-node-driver-registrar livenessprobe csi-sidecars /out/
+ && cp csi-provisioner csi-resizer csi-snapshotter csi-group-snapshotter csi-attacher livenessprobe \
+       csi-node-driver-registrar snapshot-controller csi-sidecars /out/
 
 FROM scratch AS csi-provisioner
 COPY --from=build --chmod=0755 /out/csi-provisioner /csi-provisioner
@@ -43,11 +43,6 @@ COPY --from=build --chmod=0755 /out/csi-snapshotter /csi-snapshotter
 USER 0:0
 ENTRYPOINT ["/csi-snapshotter"]
 
-FROM scratch AS snapshot-controller
-COPY --from=build --chmod=0755 /out/snapshot-controller /snapshot-controller
-USER 0:0
-ENTRYPOINT ["/snapshot-controller"]
-
 FROM scratch AS csi-group-snapshotter
 COPY --from=build --chmod=0755 /out/csi-group-snapshotter /csi-group-snapshotter
 USER 0:0
@@ -58,15 +53,20 @@ COPY --from=build --chmod=0755 /out/csi-attacher /csi-attacher
 USER 0:0
 ENTRYPOINT ["/csi-attacher"]
 
+FROM scratch AS livenessprobe
+COPY --from=build --chmod=0755 /out/livenessprobe /livenessprobe
+USER 0:0
+ENTRYPOINT ["/livenessprobe"]
+
 FROM scratch AS csi-node-driver-registrar
 COPY --from=build --chmod=0755 /out/csi-node-driver-registrar /csi-node-driver-registrar
 USER 0:0
 ENTRYPOINT ["/csi-node-driver-registrar"]
 
-FROM scratch AS livenessprobe
-COPY --from=build --chmod=0755 /out/livenessprobe /livenessprobe
+FROM scratch AS snapshot-controller
+COPY --from=build --chmod=0755 /out/snapshot-controller /snapshot-controller
 USER 0:0
-ENTRYPOINT ["/livenessprobe"]
+ENTRYPOINT ["/snapshot-controller"]
 
 FROM scratch AS csi-sidecars
 COPY --from=build --chmod=0755 /out/csi-sidecars /csi-sidecars

@@ -57,14 +57,14 @@ impl Sidecar {
         }
     }
 
+    /// Its upstream RBAC file, as its sidecar's description names it (the elector's: the resizer's).
     fn fixture(self) -> &'static str {
-        match self {
-            Sidecar::Provisioner => "external-provisioner.yaml",
-            Sidecar::Resizer | Sidecar::Elector => "external-resizer.yaml",
-            Sidecar::SnapshotController => "snapshot-controller.yaml",
-            Sidecar::Snapshotter => "csi-snapshotter.yaml",
-            Sidecar::Attacher => "external-attacher.yaml",
-        }
+        let binary = match self {
+            Sidecar::Elector => Sidecar::Resizer.account(),
+            sidecar => sidecar.account(),
+        };
+        let description = crate::shipped::description(binary).unwrap_or_else(|| panic!("{binary} is not described"));
+        description.rbac.unwrap_or_else(|| panic!("{binary} has no RBAC file"))
     }
 }
 
@@ -85,14 +85,19 @@ pub struct Rules {
 impl Rules {
     /// The rules of `sidecar` as `e2e/rbac/` has them.
     pub fn of(sidecar: Sidecar) -> Rules {
-        let path = repo_root().join("e2e/rbac").join(sidecar.fixture());
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-        let rules = Rules::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let rules = Rules::of_file(sidecar.fixture());
         if sidecar == Sidecar::Elector {
             let events = |rule: &PolicyRule| rule.resources.iter().flatten().any(|r| r == "events");
             return Rules { cluster: rules.cluster.into_iter().filter(events).collect(), namespaced: rules.namespaced };
         }
         rules
+    }
+
+    /// The rules of the file `e2e/rbac/<file>` (a description's `rbac`).
+    pub fn of_file(file: &str) -> Rules {
+        let path = repo_root().join("e2e/rbac").join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        Rules::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
     /// The union of the sidecars' upstream rules: what one ServiceAccount running them all in one process needs.

@@ -4,22 +4,11 @@
 use std::path::PathBuf;
 
 use crate::process::binary;
+use crate::shipped::combined_name;
 
 /// Whether `E2E_SIDECAR_MODE=combined` is set.
 pub fn combined() -> bool {
     std::env::var("E2E_SIDECAR_MODE").is_ok_and(|mode| mode == "combined")
-}
-
-/// The `--sidecars` name of a single-sidecar binary, if `csi-sidecars` runs it.
-fn combined_name(binary_name: &str) -> Option<&'static str> {
-    match binary_name {
-        "csi-provisioner" => Some("provisioner"),
-        "csi-resizer" => Some("resizer"),
-        "csi-snapshotter" => Some("snapshotter"),
-        "csi-group-snapshotter" => Some("group-snapshotter"),
-        "csi-attacher" => Some("attacher"),
-        _ => None,
-    }
 }
 
 /// The program and arguments that run the sidecar `binary_name` with `args` in the selected mode.

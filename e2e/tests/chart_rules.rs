@@ -4,7 +4,8 @@
 //! rules upstream ships commented out.
 
 use csi_sidecars_e2e::helm::{Chart, documents, template};
-use csi_sidecars_e2e::{Rules, Sidecar};
+use csi_sidecars_e2e::shipped::descriptions;
+use csi_sidecars_e2e::{Rules, Sidecar, repo_root};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::Value;
 
@@ -37,13 +38,30 @@ const EVERYTHING_ON: [&str; 7] = [
     "snapshotter.rbac.secrets=true",
 ];
 
-/// (values key, fixture, resources upstream ships commented out).
-const SIDECARS: [(&str, Sidecar, &[&str]); 4] = [
-    ("provisioner", Sidecar::Provisioner, &["secrets", "referencegrants"]),
-    ("resizer", Sidecar::Resizer, &["secrets"]),
-    ("snapshotter", Sidecar::Snapshotter, &["secrets"]),
-    ("attacher", Sidecar::Attacher, &["secrets"]),
+/// The resources upstream ships commented out in a sidecar's RBAC file, by sidecar name (any other: none).
+const COMMENTED_OUT: [(&str, &[&str]); 4] = [
+    ("provisioner", &["secrets", "referencegrants"]),
+    ("resizer", &["secrets"]),
+    ("snapshotter", &["secrets"]),
+    ("attacher", &["secrets"]),
 ];
+
+/// (values key, fixture, resources upstream ships commented out): every described sidecar with an RBAC file and a
+/// section of its own in the chart's values (csi-group-snapshotter runs inside the snapshotter's section).
+fn sidecars() -> Vec<(&'static str, Rules, &'static [&'static str])> {
+    let values = std::fs::read_to_string(repo_root().join("charts/csi-sidecars/values.yaml")).expect("values.yaml");
+    let sections: Vec<&str> = values.lines().filter_map(|line| line.strip_suffix(':')).collect();
+    let described = descriptions().filter(|d| sections.contains(&d.name));
+    let with_rules = described.filter_map(|d| Some((d.name, Rules::of_file(d.rbac?))));
+    let commented_out = |name| COMMENTED_OUT.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, r)| *r);
+    with_rules.map(|(name, rules)| (name, rules, commented_out(name))).collect()
+}
+
+#[test]
+fn every_sidecar_with_rbac_and_a_chart_section_is_checked() {
+    let names: Vec<&str> = sidecars().into_iter().map(|(name, _, _)| name).collect();
+    assert_eq!(names, ["provisioner", "resizer", "snapshotter", "attacher"]);
+}
 
 /// (resource, the verbs the chart grants of upstream's): every sidecar reads a Secret with one GET when a call
 /// needs it and keeps no Secret cache, so upstream's `list` and `watch` on Secrets go unused.
@@ -64,8 +82,7 @@ fn narrowed(mut rules: Vec<PolicyRule>) -> Vec<PolicyRule> {
 #[test]
 fn with_every_option_on_each_sidecar_role_is_its_e2e_fixture_with_secrets_get_only() {
     let roles = roles(Chart::CsiSidecars, &EVERYTHING_ON);
-    for (key, sidecar, _) in SIDECARS {
-        let fixture = Rules::of(sidecar);
+    for (key, fixture, _) in sidecars() {
         let name = format!("r-csi-sidecars-{key}");
         let cluster = role_rules(&roles, "ClusterRole", &name);
         assert_eq!(cluster, narrowed(fixture.cluster.clone()), "{key}: ClusterRole");
@@ -83,8 +100,8 @@ fn with_every_option_on_each_sidecar_role_is_its_e2e_fixture_with_secrets_get_on
 #[test]
 fn by_default_each_sidecar_role_leaves_out_only_the_optional_rules() {
     let roles = roles(Chart::CsiSidecars, &["snapshotter.enabled=true", "attacher.enabled=true"]);
-    for (key, sidecar, optional) in SIDECARS {
-        let mut expected = narrowed(Rules::of(sidecar).cluster);
+    for (key, rules, optional) in sidecars() {
+        let mut expected = narrowed(rules.cluster);
         expected.retain(|rule| !rule.resources.iter().flatten().any(|r| optional.contains(&r.as_str())));
         let name = format!("r-csi-sidecars-{key}");
         assert_eq!(role_rules(&roles, "ClusterRole", &name), expected, "{key}: ClusterRole");

@@ -2,7 +2,7 @@
 //! each, and with the same cargo-auditable version, so that an image built in a user's pipeline carries the same
 //! record of its crates (section `.dep-v0`). No container daemon here: the file is read, not run.
 
-use csi_sidecars_e2e::repo_root;
+use csi_sidecars_e2e::{SHIPPED_BINARIES, repo_root};
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("reading {path}: {e}"))
@@ -47,6 +47,19 @@ fn the_dockerfile_builds_the_images_of_make_image_with_cargo_auditable() {
         .map(|w| w[1].to_string())
         .collect();
     assert_eq!(packages, bash_array(&build, "PACKAGES"), "the packages the build stage builds");
+}
+
+/// The images are the described binaries (each sidecar's `Description` and csi-sidecars): make image's in their
+/// order, the node suite's among its own.
+#[test]
+fn the_images_are_the_described_binaries() {
+    assert_eq!(bash_array(&read("image/build.sh"), "BINARIES"), *SHIPPED_BINARIES, "image/build.sh's BINARIES");
+    let mut ours = bash_array(&read("e2e/node-images.sh"), "OURS");
+    let mut expected: Vec<String> = SHIPPED_BINARIES.iter().map(|b| b.to_string()).collect();
+    expected.push("hostpath-plugin".into());
+    ours.sort();
+    expected.sort();
+    assert_eq!(ours, expected, "e2e/node-images.sh's OURS: every shipped binary and the hostpath plugin");
 }
 
 #[test]

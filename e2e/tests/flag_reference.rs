@@ -52,7 +52,7 @@ fn a_block_is_replaced_between_its_markers_only() {
 /// of each binary in the image, without a driver, a cluster or, for csi-sidecars, a `--sidecars` list.
 #[test]
 fn every_binary_answers_version_alone() {
-    for name in BINARIES {
+    for name in BINARIES.iter() {
         for flag in ["--version", "-version"] {
             let output = Command::new(binary(name)).arg(flag).output().expect("run --version");
             let stdout = String::from_utf8_lossy(&output.stdout);

@@ -27,6 +27,7 @@ pub mod provisioner_world;
 mod rbac;
 mod reference_grant_crd;
 pub mod resizer_world;
+pub mod shipped;
 pub mod sidecar_mode;
 mod snapshot_crds;
 pub mod snapshot_world;
@@ -42,15 +43,4 @@ pub use reference_grant_crd::install_reference_grant_crd;
 pub use snapshot_crds::install_snapshot_crds;
 pub use wait::{eventually, wait_for};
 
-/// The binaries the project ships, each an image of its own (`make image`) with its `--help` in docs/flags.md.
-pub const SHIPPED_BINARIES: [&str; 9] = [
-    "csi-provisioner",
-    "csi-resizer",
-    "csi-snapshotter",
-    "snapshot-controller",
-    "csi-group-snapshotter",
-    "csi-attacher",
-    "csi-node-driver-registrar",
-    "livenessprobe",
-    "csi-sidecars",
-];
+pub use shipped::SHIPPED_BINARIES;

@@ -244,7 +244,7 @@ fn every_image_is_one_static_binary_run_as_root_like_upstreams() {
     let version = env!("CARGO_PKG_VERSION");
     let (full, runtime, locked) = (build_graphs("normal,build"), build_graphs("normal"), locked_crates());
 
-    for (entry, binary) in manifests.iter().zip(BINARIES.iter()) {
+    for (entry, &binary) in manifests.iter().zip(BINARIES.iter()) {
         assert_eq!(entry["platform"]["architecture"], "amd64");
         let manifest = json(&blob(&layout, entry));
         assert_eq!(manifest["mediaType"], "application/vnd.oci.image.manifest.v1+json");

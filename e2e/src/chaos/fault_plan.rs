@@ -15,29 +15,55 @@ pub struct FaultMix {
     /// The call sleeps `hang_for`, past the sidecar's `--timeout`, then does the work.
     pub hang: f64,
     pub hang_for: Duration,
+    /// Each wrong answer a method can give (the work done, then the answer altered: an empty id, capacity 0, a
+    /// snapshot not ready; crates/hostpath-plugin/src/faults.rs, `answer`).
+    pub wrong_answer: f64,
 }
 
 impl FaultMix {
-    /// 20 % DEADLINE_EXCEEDED after the work, 10 % UNAVAILABLE, 5 % RESOURCE_EXHAUSTED, 2 % hanging.
+    /// 20 % DEADLINE_EXCEEDED after the work, 10 % UNAVAILABLE, 5 % RESOURCE_EXHAUSTED, 2 % hanging, and 2 % each
+    /// wrong answer of the method.
     pub fn standard(hang_for: Duration) -> FaultMix {
-        FaultMix { deadline_after_work: 0.20, unavailable: 0.10, resource_exhausted: 0.05, hang: 0.02, hang_for }
+        FaultMix {
+            deadline_after_work: 0.20,
+            unavailable: 0.10,
+            resource_exhausted: 0.05,
+            hang: 0.02,
+            hang_for,
+            wrong_answer: 0.02,
+        }
     }
 
-    /// The alternatives of one method, in the plugin's list form.
-    fn alternatives(&self) -> Value {
-        json!([
+    /// The alternatives of `method`, in the plugin's list form.
+    fn alternatives(&self, method: &str) -> Value {
+        let mut alternatives = json!([
             {"code": "DeadlineExceeded", "probability": self.deadline_after_work, "after_work": true,
              "message": "chaos: deadline exceeded after the work"},
             {"code": "Unavailable", "probability": self.unavailable, "message": "chaos: unavailable"},
             {"code": "ResourceExhausted", "probability": self.resource_exhausted, "message": "chaos: resource exhausted"},
             {"probability": self.hang, "latency_ms": self.hang_for.as_millis() as u64},
-        ])
+        ]);
+        let list = alternatives.as_array_mut().expect("a list");
+        for answer in wrong_answers(method) {
+            list.push(json!({"answer": answer, "probability": self.wrong_answer}));
+        }
+        alternatives
+    }
+}
+
+/// The wrong answers the sidecars must survive on `method` (ControllerExpandVolume's capacity 0 aside: nothing
+/// judges csi-resizer's answer to it yet).
+fn wrong_answers(method: &str) -> &'static [&'static str] {
+    match method {
+        "CreateVolume" => &["empty_id", "zero_capacity"],
+        "CreateSnapshot" => &["empty_id", "never_ready"],
+        _ => &[],
     }
 }
 
 /// The plugin's fault file: `mix` on each of `methods`, nothing on the others.
 pub fn fault_config(methods: &[&str], mix: &FaultMix) -> Value {
-    Value::Object(methods.iter().map(|method| (method.to_string(), mix.alternatives())).collect())
+    Value::Object(methods.iter().map(|method| (method.to_string(), mix.alternatives(method))).collect())
 }
 
 /// The plugin's methods each phase puts faults on.
@@ -62,7 +88,9 @@ mod tests {
     fn standard_mix_is_issue_16s() {
         let config = fault_config(&["CreateVolume"], &FaultMix::standard(Duration::from_secs(8)));
         let rules = config["CreateVolume"].as_array().unwrap();
-        let shape: Vec<(Option<&str>, f64, bool, u64)> = rules
+        // (code, probability, after the work, latency in ms, wrong answer) of each rule.
+        type Rule<'a> = (Option<&'a str>, f64, bool, u64, Option<&'a str>);
+        let shape: Vec<Rule> = rules
             .iter()
             .map(|r| {
                 (
@@ -70,20 +98,33 @@ mod tests {
                     r["probability"].as_f64().unwrap(),
                     r["after_work"].as_bool().unwrap_or(false),
                     r["latency_ms"].as_u64().unwrap_or(0),
+                    r["answer"].as_str(),
                 )
             })
             .collect();
         assert_eq!(
             shape,
             [
-                (Some("DeadlineExceeded"), 0.20, true, 0),
-                (Some("Unavailable"), 0.10, false, 0),
-                (Some("ResourceExhausted"), 0.05, false, 0),
-                (None, 0.02, false, 8000),
+                (Some("DeadlineExceeded"), 0.20, true, 0, None),
+                (Some("Unavailable"), 0.10, false, 0, None),
+                (Some("ResourceExhausted"), 0.05, false, 0, None),
+                (None, 0.02, false, 8000, None),
+                (None, 0.02, false, 0, Some("empty_id")),
+                (None, 0.02, false, 0, Some("zero_capacity")),
             ]
         );
         let total: f64 = shape.iter().map(|r| r.1).sum();
         assert!(total <= 1.0, "the plugin refuses alternatives over 1: {total}");
+    }
+
+    #[test]
+    fn wrong_answers_go_only_where_they_apply() {
+        let config = fault_config(&["CreateSnapshot", "DeleteVolume"], &FaultMix::standard(Duration::ZERO));
+        let answers = |method: &str| -> Vec<String> {
+            config[method].as_array().unwrap().iter().filter_map(|r| r["answer"].as_str().map(String::from)).collect()
+        };
+        assert_eq!(answers("CreateSnapshot"), ["empty_id", "never_ready"]);
+        assert!(answers("DeleteVolume").is_empty());
     }
 
     #[test]

@@ -11,11 +11,15 @@
 //!   VolumeGroupSnapshot the run did not delete that is missing or not readyToUse, or lacks a ready member
 //!   VolumeSnapshot for one of its claims;
 //! - a stale journal entry is an entry of csi-provisioner's in-flight journal (an annotation of a Lease) once
-//!   everything is quiet: every claim is Bound or gone then, so the entry should be too, even when nothing leaked.
+//!   everything is quiet: every claim is Bound or gone then, so the entry should be too, even when nothing leaked;
+//! - a duplicate call is a call to the driver by a replica of a sidecar after another replica of it had called
+//!   since (two leaders at once; see [`crate::chaos::calls`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
+
+use crate::chaos::calls::{Call, duplicate_calls};
 
 /// A PV as the invariants see it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -89,6 +93,11 @@ pub struct Observation {
     pub deleted_snapshots: BTreeSet<String>,
     /// The in-flight journals' entries, as `<Lease>/<claim UID>`.
     pub journal_entries: Vec<String>,
+    /// The changing calls the plugin served, in order, and which sidecar each process the run started is.
+    pub calls: Vec<Call>,
+    pub sidecar_of: BTreeMap<u32, String>,
+    /// Process ids the run saw for two processes: their calls cannot be told apart.
+    pub reused_pids: BTreeSet<u32>,
 }
 
 /// The counts of the last line.
@@ -100,6 +109,7 @@ pub struct Tally {
     pub lost_claims: usize,
     pub lost_changes: usize,
     pub stale_journal_entries: usize,
+    pub duplicate_calls: usize,
 }
 
 impl Tally {
@@ -113,13 +123,14 @@ impl fmt::Display for Tally {
         write!(
             f,
             "leaked volumes: {}, leaked snapshots: {}, orphan PVs: {}, lost claims: {}, lost changes: {}, \
-             stale journal entries: {}",
+             stale journal entries: {}, duplicate calls: {}",
             self.leaked_volumes,
             self.leaked_snapshots,
             self.orphan_pvs,
             self.lost_claims,
             self.lost_changes,
-            self.stale_journal_entries
+            self.stale_journal_entries,
+            self.duplicate_calls
         )
     }
 }
@@ -133,6 +144,7 @@ pub struct Findings {
     pub lost_claims: Vec<String>,
     pub lost_changes: Vec<String>,
     pub stale_journal_entries: Vec<String>,
+    pub duplicate_calls: Vec<String>,
 }
 
 impl Findings {
@@ -144,6 +156,7 @@ impl Findings {
             lost_claims: self.lost_claims.len(),
             lost_changes: self.lost_changes.len(),
             stale_journal_entries: self.stale_journal_entries.len(),
+            duplicate_calls: self.duplicate_calls.len(),
         }
     }
 }
@@ -176,7 +189,16 @@ impl Observation {
             .collect();
         lost_changes.extend(self.lost_snapshots());
         let stale_journal_entries = self.journal_entries.clone();
-        Findings { leaked_volumes, leaked_snapshots, orphan_pvs, lost_claims, lost_changes, stale_journal_entries }
+        let duplicate_calls = duplicate_calls(&self.calls, &self.sidecar_of, &self.reused_pids);
+        Findings {
+            leaked_volumes,
+            leaked_snapshots,
+            orphan_pvs,
+            lost_claims,
+            lost_changes,
+            stale_journal_entries,
+            duplicate_calls,
+        }
     }
 
     /// Backend group snapshots without a content, backend snapshots without a content outside a live group, and
@@ -240,15 +262,21 @@ pub struct Injected {
     pub faults: u64,
     pub kills: u64,
     pub restarts: u64,
+    /// Leaders stopped (SIGSTOP) past their Lease and then resumed.
+    pub pauses: u64,
+    /// Answers of the API proxy that were not the API server's (errors, cut connections, expired watches).
+    pub api_faults: u64,
 }
 
 impl Injected {
     pub fn line(&self, quiesce: Duration) -> String {
         format!(
-            "injected: {} faults, {} kills, {} restarts; quiet {:.1} s after the last fault",
+            "injected: {} faults, {} kills, {} restarts, {} pauses, {} API faults; quiet {:.1} s after the last fault",
             self.faults,
             self.kills,
             self.restarts,
+            self.pauses,
+            self.api_faults,
             quiesce.as_secs_f64()
         )
     }
@@ -339,6 +367,9 @@ mod tests {
             deleted_groups: set(&["gone"]),
             deleted_snapshots: set(&["gone-s"]),
             journal_entries: Vec::new(),
+            calls: Vec::new(),
+            sidecar_of: BTreeMap::new(),
+            reused_pids: BTreeSet::new(),
         }
     }
 
@@ -501,6 +532,14 @@ mod tests {
                 |o| o.journal_entries.push("driver-in-flight/u-a".into()),
                 Tally { stale_journal_entries: 1, ..Tally::default() },
             ),
+            (
+                "a replica calling the driver after another took over",
+                |o| {
+                    o.sidecar_of = BTreeMap::from([(1, "csi-provisioner".into()), (2, "csi-provisioner".into())]);
+                    o.calls = [1, 2, 1].map(|pid| Call { method: "CreateVolume".into(), pid }).to_vec();
+                },
+                Tally { duplicate_calls: 1, ..Tally::default() },
+            ),
             ("surviving group not ready", |o| o.groups[0].ready = false, Tally { lost_changes: 1, ..Tally::default() }),
             (
                 "surviving group with a member not ready",
@@ -562,18 +601,19 @@ mod tests {
             lost_claims: 4,
             lost_changes: 5,
             stale_journal_entries: 6,
+            duplicate_calls: 7,
         };
         assert_eq!(
             tally.to_string(),
             "leaked volumes: 1, leaked snapshots: 2, orphan PVs: 3, lost claims: 4, lost changes: 5, \
-             stale journal entries: 6"
+             stale journal entries: 6, duplicate calls: 7"
         );
         assert!(!tally.clean());
         assert!(Tally::default().clean());
-        let injected = Injected { faults: 120, kills: 9, restarts: 2 };
+        let injected = Injected { faults: 120, kills: 9, restarts: 2, pauses: 4, api_faults: 300 };
         assert_eq!(
             injected.line(Duration::from_millis(12_340)),
-            "injected: 120 faults, 9 kills, 2 restarts; quiet 12.3 s after the last fault"
+            "injected: 120 faults, 9 kills, 2 restarts, 4 pauses, 300 API faults; quiet 12.3 s after the last fault"
         );
     }
 

@@ -1,4 +1,4 @@
-//! How big a chaos run is, from `CHAOS_*` environment variables (README, "Chaos"), and which claims each step
+//! How big a chaos run is, from `CHAOS_*` environment variables (docs/chaos.md), and which claims each step
 //! picks.
 
 use std::time::Duration;
@@ -54,6 +54,9 @@ pub struct Sizes {
     pub restart_apiserver: bool,
     /// `CHAOS_RESTART_ETCD` [1]: restart etcd once, in the change phase (0 for a shared cluster).
     pub restart_etcd: bool,
+    /// `CHAOS_API_FAULT_SHARE` [0.1]: share of the sidecars' API requests (watches aside) the API proxy answers
+    /// itself with 429, 500, 503 or a reset (e2e/src/api_proxy.rs); 0 for none, watches not cut either.
+    pub api_fault_share: f64,
     /// `CHAOS_HANG_SECONDS` [8]: how long a hanging call sleeps; the sidecars run with `--timeout=5s`.
     pub hang_for: Duration,
     /// `CHAOS_QUIESCE_SECONDS` [300]: how long the quiet period may take to reach the invariants.
@@ -76,6 +79,7 @@ impl Default for Sizes {
             groups: 20,
             restart_apiserver: true,
             restart_etcd: true,
+            api_fault_share: 0.1,
             hang_for: Duration::from_secs(8),
             quiesce_timeout: Duration::from_secs(300),
             phases: vec![Phase::Provision, Phase::Change, Phase::Snapshot, Phase::Group],
@@ -133,6 +137,9 @@ impl Sizes {
         }
         if let Some(v) = number("CHAOS_RESTART_ETCD")? {
             sizes.restart_etcd = v != 0.0;
+        }
+        if let Some(v) = share("CHAOS_API_FAULT_SHARE")? {
+            sizes.api_fault_share = v;
         }
         if let Some(v) = number("CHAOS_HANG_SECONDS")? {
             sizes.hang_for = Duration::from_secs_f64(v);
@@ -243,6 +250,7 @@ mod tests {
             ("CHAOS_GROUPS", "3", |s| s.groups.to_string()),
             ("CHAOS_RESTART_APISERVER", "0", |s| s.restart_apiserver.to_string()),
             ("CHAOS_RESTART_ETCD", "0", |s| s.restart_etcd.to_string()),
+            ("CHAOS_API_FAULT_SHARE", "0.05", |s| s.api_fault_share.to_string()),
             ("CHAOS_HANG_SECONDS", "1.5", |s| format!("{:?}", s.hang_for)),
             ("CHAOS_QUIESCE_SECONDS", "60", |s| format!("{:?}", s.quiesce_timeout)),
             ("CHAOS_PHASES", "snapshot, provision", |s| format!("{:?}", s.phases)),
@@ -260,6 +268,7 @@ mod tests {
             "3",
             "false",
             "false",
+            "0.05",
             "1.5s",
             "60s",
             "[Snapshot, Provision]",

@@ -16,7 +16,7 @@ use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::world::{ProgressEvery, Replicas, Restarts, World, with_retries};
+use crate::world::{LeaderPause, ProgressEvery, Replicas, Restarts, World, with_retries};
 
 /// The size expanded claims ask for.
 pub const EXPANDED_SIZE: &str = "2Mi";
@@ -90,6 +90,7 @@ pub async fn run(
     let spacing = window.mul_f64(0.7) / steps.len().max(1) as u32;
     let kills = kill_times(sizes.kill_every, window, Duration::ZERO);
     let mut restarts = Restarts::plan(sizes, Phase::Change, "change", window);
+    let mut pause = LeaderPause::plan("change", window);
     println!(
         "{} change: {} of {} bound claims expanded to {EXPANDED_SIZE}, {} moved {} -> {} (every other one back), {} kills over {:.0} s{}",
         world.clock(),
@@ -142,6 +143,7 @@ pub async fn run(
             replicas.kill_next(world);
         }
         restarts.run_due(now, world).await?;
+        pause.run_due(now, world, &mut replicas).await;
         replicas.supervise(world);
         if progress.due() {
             println!(
@@ -152,7 +154,13 @@ pub async fn run(
                 world.faults_injected()
             );
         }
-        if steps.is_empty() && back.is_empty() && kills.peek().is_none() && restarts.done() && now >= window {
+        if steps.is_empty()
+            && back.is_empty()
+            && kills.peek().is_none()
+            && restarts.done()
+            && pause.done()
+            && now >= window
+        {
             break;
         }
         tokio::time::sleep(TICK).await;

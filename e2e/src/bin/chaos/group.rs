@@ -21,7 +21,7 @@ use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass};
 
 use crate::snapshot::{Snapshotting, count_ready, delete_all, driver_class, readiness};
-use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, Restarts, World, settle, with_retries};
+use crate::world::{Deletions, KillTurns, LeaderPause, ProgressEvery, Replicas, Restarts, World, settle, with_retries};
 
 const TICK: Duration = Duration::from_millis(100);
 
@@ -55,6 +55,7 @@ pub async fn run(
     // csi-group-snapshotter first, snapshot-controller half a period ahead of it.
     let mut kills = KillTurns::new(sizes, window);
     let mut restarts = Restarts::plan(sizes, Phase::Group, "group", window);
+    let mut pause = LeaderPause::plan("group", window);
     println!(
         "{} group: {} VolumeGroupSnapshots of 3-5 of {} bound claims over {:.0} s, a quarter deleted, {} kills of \
          csi-group-snapshotter and {} of snapshot-controller{}",
@@ -92,6 +93,7 @@ pub async fn run(
         }
         kills.kill_due(now, world, &mut replicas, &mut snapshotting.controllers);
         restarts.run_due(now, world).await?;
+        pause.run_due(now, world, &mut replicas).await;
         replicas.supervise(world);
         snapshotting.supervise(world);
         if progress.due() {
@@ -106,7 +108,7 @@ pub async fn run(
             );
         }
         let finished = created == plans.len() && to_delete.is_empty();
-        if finished && kills.done() && restarts.done() && now >= window {
+        if finished && kills.done() && restarts.done() && pause.done() && now >= window {
             break;
         }
         tokio::time::sleep(TICK).await;

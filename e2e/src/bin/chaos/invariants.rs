@@ -114,6 +114,9 @@ async fn observe(world: &World, expected: &Expected) -> anyhow::Result<Observati
         deleted_groups: expected.deleted_groups.clone(),
         deleted_snapshots: expected.deleted_snapshots.clone(),
         journal_entries: journal_entries(world).await?,
+        calls: world.plugin_calls(),
+        sidecar_of: world.sidecar_of.clone(),
+        reused_pids: world.reused_pids.clone(),
         ..Observation::default()
     };
     if expected.snapshots {

@@ -1,4 +1,4 @@
-//! `make chaos` (README, "Chaos"): the sidecars under mixed faults against the real control plane and the
+//! `make chaos` (docs/chaos.md): the sidecars under mixed faults against the real control plane and the
 //! project's hostpath plugin, then, once quiet, the invariants: nothing leaked, nothing lost.
 //!
 //! Phases, each bounded in count and time, with a progress line every 10 s:
@@ -32,6 +32,7 @@ mod world;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use csi_sidecars_e2e::api_proxy::ApiFaults;
 use csi_sidecars_e2e::chaos::fault_plan::FaultMix;
 use csi_sidecars_e2e::chaos::invariants::{Findings, Injected};
 use csi_sidecars_e2e::chaos::sizes::{Phase, Sizes};
@@ -64,7 +65,7 @@ async fn run() -> anyhow::Result<bool> {
     let sizes = Sizes::from_env().map_err(anyhow::Error::msg)?;
     let mix = FaultMix::standard(sizes.hang_for);
     println!("chaos: {sizes:?}");
-    let mut world = World::new().await?;
+    let mut world = World::new(ApiFaults::standard(sizes.api_fault_share)).await?;
     println!(
         "{} chaos: namespace {}, driver {}, logs in {}",
         world.clock(),
@@ -116,7 +117,13 @@ async fn run() -> anyhow::Result<bool> {
     println!("{} quiet: faults off, every process up; waiting for the invariants", world.clock());
     let (findings, clean_at) = quiesce(&world, &expected, sizes.quiesce_timeout).await;
     let quiet = clean_at.unwrap_or_else(Instant::now).saturating_duration_since(world.last_disturbance);
-    let injected = Injected { faults: world.faults_injected(), kills: world.kills, restarts: world.restarts };
+    let injected = Injected {
+        faults: world.faults_injected(),
+        kills: world.kills,
+        restarts: world.restarts,
+        pauses: world.pauses,
+        api_faults: world.proxy.faults_injected(),
+    };
     let exits = provisioned.replicas.exits
         + resizers.as_ref().map_or(0, |r| r.exits)
         + snapshotting.as_ref().map_or(0, Snapshotting::exits)
@@ -125,6 +132,8 @@ async fn run() -> anyhow::Result<bool> {
         println!("chaos: sidecars that exited on their own and were started again: {exits}");
     }
     println!("chaos: restarts: {}", world.restarts_line());
+    let answers = world.proxy.counts().into_iter().map(|(what, n)| format!("{what} {n}")).collect::<Vec<_>>();
+    println!("chaos: API proxy answers: {}", answers.join(", "));
     let tally = findings.tally();
     if !tally.clean() {
         report(&findings);
@@ -156,6 +165,7 @@ fn report(findings: &Findings) {
         ("lost claims", &findings.lost_claims),
         ("lost changes", &findings.lost_changes),
         ("stale journal entries", &findings.stale_journal_entries),
+        ("duplicate calls", &findings.duplicate_calls),
     ];
     for (what, names) in rows.into_iter().filter(|(_, names)| !names.is_empty()) {
         let shown: Vec<&str> = names.iter().take(SHOWN).map(String::as_str).collect();

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 
-use crate::world::{Deletions, ProgressEvery, Replicas, Restarts, World, with_retries};
+use crate::world::{Deletions, LeaderPause, ProgressEvery, Replicas, Restarts, World, with_retries};
 
 /// The size every claim starts with.
 pub const CLAIM_SIZE: &str = "1Mi";
@@ -60,6 +60,7 @@ pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: 
 
     let timeline = Timeline::of(sizes);
     let mut restarts = Restarts::plan(sizes, Phase::Provision, "provision", timeline.window);
+    let mut pause = LeaderPause::plan("provision", timeline.window);
     println!(
         "{} provision: {} claims over {:.0} s, {} kills, plugin restart at {:.0} s{}",
         world.clock(),
@@ -119,6 +120,7 @@ pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: 
             world.restart_plugin().await;
         }
         restarts.run_due(now, world).await?;
+        pause.run_due(now, world, &mut replicas).await;
         replicas.supervise(world);
         if progress.due() {
             let bound = count_bound(&claims).await;
@@ -137,7 +139,7 @@ pub async fn run(world: &mut World, sizes: &Sizes, mix: &FaultMix, first_class: 
         let finished = created == sizes.claims && to_delete.is_empty() && kills.peek().is_none();
         // A claim that is never gone is not created again: it stays missing, a lost claim.
         let recreated = churn.recreate.is_empty() || now >= timeline.window + sizes.quiesce_timeout;
-        if finished && now >= timeline.window && plugin_restarted && restarts.done() && recreated {
+        if finished && now >= timeline.window && plugin_restarted && restarts.done() && pause.done() && recreated {
             break;
         }
         tokio::time::sleep(TICK).await;

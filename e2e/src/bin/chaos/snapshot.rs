@@ -31,7 +31,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotClass};
 
-use crate::world::{Deletions, KillTurns, ProgressEvery, Replicas, Restarts, World, settle, with_retries};
+use crate::world::{Deletions, KillTurns, LeaderPause, ProgressEvery, Replicas, Restarts, World, settle, with_retries};
 
 const TICK: Duration = Duration::from_millis(100);
 /// The label of the snapshots deleted together.
@@ -89,6 +89,7 @@ pub async fn run(
     // csi-snapshotter first, snapshot-controller half a period ahead of it.
     let mut kills = KillTurns::new(sizes, window);
     let mut restarts = Restarts::plan(sizes, Phase::Snapshot, "snapshot", window);
+    let mut pause = LeaderPause::plan("snapshot", window);
     println!(
         "{} snapshot: {} VolumeSnapshots of {} claims over {:.0} s, a quarter deleted, {} more deleted together, {} \
          kills of csi-snapshotter and {} of snapshot-controller{}",
@@ -136,6 +137,7 @@ pub async fn run(
         }
         kills.kill_due(now, world, &mut snapshotting.snapshotters, &mut snapshotting.controllers);
         restarts.run_due(now, world).await?;
+        pause.run_due(now, world, &mut snapshotting.snapshotters).await;
         // Ready ones are what #1446 deletes; kills may hold their making up past the window, so wait a while.
         let give_up = now >= window + sizes.quiesce_timeout / 2;
         mass.delete_when_ready(world, &snapshots, give_up, &mut deleted).await?;
@@ -152,7 +154,7 @@ pub async fn run(
             );
         }
         let finished = (created == sizes.snapshots || sources.is_empty()) && to_delete.is_empty();
-        if finished && kills.done() && restarts.done() && mass.deleted && now >= window {
+        if finished && kills.done() && restarts.done() && pause.done() && mass.deleted && now >= window {
             break;
         }
         tokio::time::sleep(TICK).await;

@@ -2,14 +2,18 @@
 //! the run rewrites, sidecar replicas as ServiceAccounts with upstream's RBAC, and the counts of what was done
 //! to them.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use csi_sidecars_e2e::api_proxy::{ApiFaults, ApiProxy, through_proxy};
+use csi_sidecars_e2e::chaos::calls::{Call, parse_calls};
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, fault_config, injected_faults};
 use csi_sidecars_e2e::chaos::sizes::{Component, Phase, Sizes, control_plane_restarts, kill_times};
 use csi_sidecars_e2e::{Cluster, Process, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, repo_root};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
 
 /// Leader election as in e2e/tests/leader_election.rs: short, so a killed leader is replaced within seconds.
 pub const ELECTION: &[&str] = &[
@@ -18,6 +22,9 @@ pub const ELECTION: &[&str] = &[
     "--leader-election-renew-deadline=4s",
     "--leader-election-retry-period=1s",
 ];
+/// How long a paused leader stays stopped: past its Lease (6 s above), so the other replica takes over and acts a
+/// few seconds before the first one runs again.
+pub const PAUSE_FOR: Duration = Duration::from_secs(10);
 /// Every sidecar's CSI call timeout; hanging calls sleep longer (Sizes::hang_for).
 pub const CSI_TIMEOUT: &str = "--timeout=5s";
 
@@ -33,11 +40,18 @@ pub struct World {
     /// Every plugin process's log, to count the faults it injected.
     plugin_logs: Vec<Process>,
     plugin_starts: u32,
+    /// Between the sidecars and kube-apiserver: their kubeconfigs name it.
+    pub proxy: ApiProxy,
     /// The sidecars' ServiceAccounts; dropping one removes its ClusterRole, so they live as long as the world.
     identities: Vec<SidecarIdentity>,
     pub started: Instant,
     pub kills: u64,
     pub restarts: u64,
+    pub pauses: u64,
+    /// The sidecar each process the run started is, by process id, to tell who made the plugin's calls.
+    pub sidecar_of: BTreeMap<u32, String>,
+    /// Process ids given to two sidecar processes of the run (the kernel reuses them).
+    pub reused_pids: BTreeSet<u32>,
     /// Restarts by process (plugin, kube-apiserver, etcd).
     restarts_of: BTreeMap<&'static str, u64>,
     /// When the last fault was on, or the last kill or restart happened.
@@ -45,8 +59,9 @@ pub struct World {
 }
 
 impl World {
-    pub async fn new() -> anyhow::Result<World> {
+    pub async fn new(api_faults: ApiFaults) -> anyhow::Result<World> {
         let client = Cluster::shared().client().await;
+        let proxy = ApiProxy::start(Cluster::shared().kubeconfig(), api_faults).await?;
         let ns = TestNamespace::create(&client, "chaos").await;
         let driver = format!("{}.csi.e2e", ns.name());
         let scenario = Scenario::new("chaos");
@@ -64,10 +79,14 @@ impl World {
             plugin: None,
             plugin_logs: Vec::new(),
             plugin_starts: 0,
+            proxy,
             identities: Vec::new(),
             started: Instant::now(),
             kills: 0,
             restarts: 0,
+            pauses: 0,
+            sidecar_of: BTreeMap::new(),
+            reused_pids: BTreeSet::new(),
             restarts_of: BTreeMap::new(),
             last_disturbance: Instant::now(),
         };
@@ -142,8 +161,10 @@ impl World {
         self.write_faults(&fault_config(methods, mix))
     }
 
+    /// The plugin's faults and the API proxy's off.
     pub fn faults_off(&mut self) -> anyhow::Result<()> {
         self.write_faults(&serde_json::json!({}))?;
+        self.proxy.set_faults(false);
         self.last_disturbance = Instant::now();
         Ok(())
     }
@@ -161,14 +182,28 @@ impl World {
         self.plugin_logs.iter().chain(self.plugin.as_ref()).map(|p| injected_faults(&p.log())).sum()
     }
 
-    /// A new ServiceAccount `account` with upstream's RBAC for `sidecar`; returns its `--kubeconfig` flag.
-    pub async fn identity(&mut self, account: &str, sidecar: Sidecar) -> String {
+    /// The changing calls every plugin process of the run served, in order.
+    pub fn plugin_calls(&self) -> Vec<Call> {
+        self.plugin_logs.iter().chain(self.plugin.as_ref()).flat_map(|p| parse_calls(&p.log())).collect()
+    }
+
+    /// Notes that process `pid` is a replica of `sidecar`.
+    fn started_sidecar(&mut self, pid: u32, sidecar: &str) {
+        if self.sidecar_of.insert(pid, sidecar.to_string()).is_some() {
+            self.reused_pids.insert(pid);
+        }
+    }
+
+    /// A new ServiceAccount `account` with upstream's RBAC for `sidecar`; returns its `--kubeconfig` flag, a
+    /// kubeconfig that reaches kube-apiserver through the API proxy.
+    pub async fn identity(&mut self, account: &str, sidecar: Sidecar) -> anyhow::Result<String> {
         let identity =
             SidecarIdentity::with_rules(&self.client, self.ns(), account, Rules::of(sidecar), self.scenario.dir())
                 .await;
+        through_proxy(identity.kubeconfig(), &self.proxy.url())?;
         let flag = identity.kubeconfig_flag();
         self.identities.push(identity);
-        flag
+        Ok(flag)
     }
 
     /// Copies every log of the run to `target/chaos/logs` (the scenario folder goes when the run ends).
@@ -198,6 +233,8 @@ pub struct Replicas {
     args: Vec<String>,
     env: Vec<(String, String)>,
     running: [Option<Process>; 2],
+    /// Each slot's pod name, its leader-election identity.
+    pod_names: [String; 2],
     starts: u32,
     next_victim: usize,
     /// Exits the sidecars chose (e.g. on a lost driver connection), restarted without being counted as a kill.
@@ -227,7 +264,7 @@ impl Replicas {
     ) -> Replicas {
         let mut args = driver.to_vec();
         args.extend([
-            world.identity(name, sidecar).await,
+            world.identity(name, sidecar).await.expect("a kubeconfig through the API proxy"),
             "--retry-interval-start=500ms".to_string(),
             "--retry-interval-max=5s".to_string(),
             format!("--leader-election-namespace={}", world.ns()),
@@ -241,6 +278,7 @@ impl Replicas {
             args,
             env,
             running: [None, None],
+            pod_names: Default::default(),
             starts: 0,
             next_victim: 0,
             exits: 0,
@@ -259,8 +297,32 @@ impl Replicas {
         let mut env: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         env.push(("POD_NAME", &pod_name));
         let process = world.scenario.start_with_env(&pod_name, &self.binary, &self.args, &env);
+        world.started_sidecar(process.pid(), self.name);
         // The replaced handle is of a process already killed or exited; its log stays in the scenario.
         self.running[slot] = Some(process);
+        self.pod_names[slot] = pod_name;
+    }
+
+    /// The slot of the replica that holds the sidecar's Lease now, if one of the running replicas does.
+    async fn leader(&mut self, world: &World) -> Option<usize> {
+        let leases = Api::<Lease>::namespaced(world.client.clone(), world.ns()).list(&Default::default()).await.ok()?;
+        let holders: BTreeSet<String> =
+            leases.items.into_iter().filter_map(|lease| lease.spec?.holder_identity).collect();
+        (0..2).find(|slot| {
+            holders.contains(&self.pod_names[*slot])
+                && self.running[*slot].as_mut().is_some_and(|p| p.exited().is_none())
+        })
+    }
+
+    /// SIGSTOPs the replica in `slot` for `hold`, then SIGCONTs it: it stops renewing its Lease, the other replica
+    /// takes over, and when it runs again it must notice it no longer leads before calling the driver.
+    async fn pause(&mut self, world: &mut World, slot: usize, hold: Duration) {
+        let Some(pid) = self.running[slot].as_ref().map(Process::pid) else { return };
+        signal(pid, "-STOP");
+        tokio::time::sleep(hold).await;
+        signal(pid, "-CONT");
+        world.pauses += 1;
+        world.last_disturbance = Instant::now();
     }
 
     /// SIGKILLs the next replica in turn and starts it again.
@@ -291,6 +353,53 @@ impl Replicas {
         for process in self.running.iter_mut().flatten() {
             process.kill9();
         }
+    }
+}
+
+fn signal(pid: u32, signal: &str) {
+    let _ = std::process::Command::new("kill").arg(signal).arg(pid.to_string()).status();
+}
+
+/// A phase's pause of its sidecar's leader (SIGSTOP past the Lease, then SIGCONT), once, when it is due and a
+/// running replica leads; given up when none does by the end of the phase's window.
+pub struct LeaderPause {
+    phase: &'static str,
+    until: Duration,
+    next_try: Duration,
+    done: bool,
+}
+
+impl LeaderPause {
+    /// A pause at 45 % of the phase's `window` (between its kills' turns and before its restarts).
+    pub fn plan(phase: &'static str, window: Duration) -> LeaderPause {
+        let at = window.mul_f64(0.45);
+        LeaderPause { phase, until: window, next_try: at, done: false }
+    }
+
+    /// Pauses the leader of `replicas` if due by `now` (time from the phase's start); blocks for the pause.
+    pub async fn run_due(&mut self, now: Duration, world: &mut World, replicas: &mut Replicas) {
+        if self.done || now < self.next_try {
+            return;
+        }
+        self.next_try = now + Duration::from_secs(1);
+        match replicas.leader(world).await {
+            Some(slot) => {
+                let who = replicas.pod_names[slot].clone();
+                println!("{} {}: SIGSTOP of the leader {who} for {} s", world.clock(), self.phase, PAUSE_FOR.as_secs());
+                replicas.pause(world, slot, PAUSE_FOR).await;
+                println!("{} {}: SIGCONT of {who}", world.clock(), self.phase);
+                self.done = true;
+            }
+            None if now >= self.until => {
+                println!("{} {}: no running replica led to be paused", world.clock(), self.phase);
+                self.done = true;
+            }
+            None => {}
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.done
     }
 }
 

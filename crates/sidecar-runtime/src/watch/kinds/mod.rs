@@ -24,6 +24,10 @@ pub mod volume;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+#[path = "kinds_prop.rs"]
+mod prop_tests;
+
 use std::fmt::Debug;
 use std::sync::Arc;
 

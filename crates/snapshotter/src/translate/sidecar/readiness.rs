@@ -67,14 +67,20 @@ pub fn readiness_check(
     }))
 }
 
-/// The snapshot ListSnapshots described; an empty answer is an error (the snapshot is not there).
+/// The snapshot ListSnapshots described; an empty answer is an error (the snapshot is not there). The snapshot is the
+/// one asked for by id, whatever id the answer gives it (none, or another): the status records the content's
+/// handle, as upstream. Without an id to ask for, ListSnapshots would list every snapshot: nothing is found.
 pub fn listed(response: &ListSnapshotsResponse, snapshot_id: &str, now: i64) -> Result<SnapshotInfo, String> {
+    let not_found = || format!("can not find snapshot for snapshotID {snapshot_id}");
+    if snapshot_id.is_empty() {
+        return Err(not_found());
+    }
     response
         .entries
         .iter()
         .find_map(|entry| entry.snapshot.as_ref())
-        .map(|snapshot| SnapshotInfo::from_csi(snapshot, now))
-        .ok_or_else(|| format!("can not find snapshot for snapshotID {snapshot_id}"))
+        .map(|snapshot| SnapshotInfo { snapshot_id: snapshot_id.to_string(), ..SnapshotInfo::from_csi(snapshot, now) })
+        .ok_or_else(not_found)
 }
 
 #[cfg(test)]
@@ -200,5 +206,20 @@ mod tests {
         for empty in [response(vec![]), response(vec![Entry { snapshot: None }])] {
             assert_eq!(listed(&empty, "snap-7", NOW), Err("can not find snapshot for snapshotID snap-7".into()));
         }
+        // (rule, id the answer gives, id asked, id recorded)
+        let table = [
+            ("an answer without an id is the snapshot asked for", "", "snap-7", Ok("snap-7")),
+            ("an answer naming another id is the snapshot asked for", "snap-8", "snap-7", Ok("snap-7")),
+            ("without an id to ask for, nothing is found", "snap-8", "", Err(())),
+        ];
+        for (rule, answered, asked, want) in table {
+            let snapshot = Snapshot { snapshot_id: answered.into(), ..Default::default() };
+            let got = listed(&response(vec![Entry { snapshot: Some(snapshot) }]), asked, NOW);
+            assert_eq!(got.as_ref().map(|i| i.snapshot_id.as_str()).map_err(|_| ()), want, "{rule}");
+        }
     }
 }
+
+#[cfg(test)]
+#[path = "readiness_prop.rs"]
+mod prop_tests;

@@ -625,3 +625,7 @@ mod tests {
         claim
     }
 }
+
+#[cfg(test)]
+#[path = "persistent_volume_prop.rs"]
+mod prop_tests;

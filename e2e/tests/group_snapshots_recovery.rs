@@ -134,6 +134,46 @@ async fn a_lost_create_volume_group_snapshot_answer_leaks_nothing() {
     delete_and_check_empty(&world, &groups, "lost").await;
 }
 
+/// The driver cuts the group but answers without its id, once: csi-snapshotter records no empty handle (a content
+/// marked done with nothing to delete it by), names the problem in a Warning, keeps the content being created and
+/// asks again by the same name, which gives the group with its id: one storage group.
+#[tokio::test]
+async fn a_create_volume_group_snapshot_answer_without_an_id_is_named_and_asked_again() {
+    let _turn = SERIAL.lock().await;
+    let rule = json!({"CreateVolumeGroupSnapshot": {"answer": "empty_id", "times": 1}});
+    let (_faults, mut world, storage_class) = world_with_faults("groupnoid", rule).await;
+    let _programs = start_programs(&mut world).await;
+    let groups = Groups::default_class(&world).await;
+    for name in ["p", "q"] {
+        labelled_claim(&world, name, &storage_class, &[("app", "noid")]).await;
+        world.bound(name).await;
+    }
+
+    let group = groups.group("noid", json!({"matchLabels": {"app": "noid"}})).await;
+    groups.ready("noid").await;
+    groups.ready_members(&group, 2).await;
+    assert_eq!(world.plugin.log().matches("injected fault after the work").count(), 1, "the wrong answer was given");
+    let content_name = format!("groupsnapcontent-{}", group.uid().unwrap());
+    let events = Api::<Event>::all(world.client.clone())
+        .list(&ListParams::default().fields(&format!("involvedObject.name={content_name}")))
+        .await
+        .unwrap();
+    let named = events.items.iter().any(|e| {
+        e.reason.as_deref() == Some("GroupSnapshotCreationFailed")
+            && e.message.as_deref().is_some_and(|m| m.contains("the driver returned an empty group snapshot id"))
+    });
+    assert!(named, "a Warning names the empty id: {:?}", events.items.iter().map(|e| &e.message).collect::<Vec<_>>());
+    let content = groups.contents().get(&content_name).await.unwrap();
+    let handle = content.status.unwrap().volume_group_snapshot_handle.unwrap();
+    assert!(!handle.is_empty());
+    assert_eq!(plugin_group_members(&world, &handle), 2);
+    let storage_groups: BTreeSet<String> =
+        plugin_snapshots(&world).iter().map(|r| r["group_snapshot_id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(storage_groups.len(), 1, "one storage group for both calls: {storage_groups:?}");
+
+    delete_and_check_empty(&world, &groups, "noid").await;
+}
+
 /// csi-snapshotter is killed after the driver cut the group but before it answered (the plugin holds the answer
 /// back). The being-created annotation, stored before the call, makes the restarted sidecar ask again; the group
 /// and its members get their contents.

@@ -18,7 +18,7 @@
 //! | `latency_ms` | 0 | delay before the answer when the rule fires |
 //! | `after_work` | false | do the operation (and persist it) first, then answer with `code`: the caller sees an error although the work is done, as after a lost response |
 //! | `times` | unlimited | how many times the rule fires at most |
-//! | `answer` | none | instead of an error code: do the operation (and persist it), then alter the response. `empty_id`: CreateVolume's `volume_id` or CreateSnapshot's `snapshot_id` is `""`; `zero_capacity`: CreateVolume's or ControllerExpandVolume's `capacity_bytes` is 0; `never_ready`: CreateSnapshot's and ListSnapshots' `ready_to_use` is false for as long as the rule fires. Refused with a `code`, and for a method (or `*`) the answer does not apply to |
+//! | `answer` | none | instead of an error code: do the operation (and persist it), then alter the response. `empty_id`: CreateVolume's `volume_id`, CreateSnapshot's `snapshot_id` or CreateVolumeGroupSnapshot's `group_snapshot_id` is `""`; `zero_capacity`: CreateVolume's or ControllerExpandVolume's `capacity_bytes` is 0; `never_ready`: CreateSnapshot's and ListSnapshots' `ready_to_use` is false for as long as the rule fires. Refused with a `code`, and for a method (or `*`) the answer does not apply to |
 //!
 //! A method may also name a list of rules: alternatives drawn once per call, so their probabilities add up
 //! (at most 1) and at most one fires. `[{"code": "Unavailable", "probability": 0.1}, {"latency_ms": 8000,
@@ -36,7 +36,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use csi_client::proto::{
-    ControllerExpandVolumeResponse, CreateSnapshotResponse, CreateVolumeResponse, ListSnapshotsResponse,
+    ControllerExpandVolumeResponse, CreateSnapshotResponse, CreateVolumeGroupSnapshotResponse, CreateVolumeResponse,
+    ListSnapshotsResponse,
 };
 use serde::Deserialize;
 use tonic::Code;
@@ -133,7 +134,7 @@ impl Answer {
     /// The methods whose responses this answer alters.
     pub fn methods(self) -> &'static [&'static str] {
         match self {
-            Answer::EmptyId => &["CreateVolume", "CreateSnapshot"],
+            Answer::EmptyId => &["CreateVolume", "CreateSnapshot", "CreateVolumeGroupSnapshot"],
             Answer::ZeroCapacity => &["CreateVolume", "ControllerExpandVolume"],
             Answer::NeverReady => &["CreateSnapshot", "ListSnapshots"],
         }
@@ -147,6 +148,8 @@ impl Answer {
                     r.volume.iter_mut().for_each(|v| v.volume_id.clear());
                 } else if let Some(r) = response.downcast_mut::<CreateSnapshotResponse>() {
                     r.snapshot.iter_mut().for_each(|s| s.snapshot_id.clear());
+                } else if let Some(r) = response.downcast_mut::<CreateVolumeGroupSnapshotResponse>() {
+                    r.group_snapshot.iter_mut().for_each(|g| g.group_snapshot_id.clear());
                 } else {
                     return false;
                 }
@@ -560,7 +563,8 @@ mod tests {
             (r#"{"CreateVolume": {"answer": 3}}"#, "invalid type"),
             (
                 r#"{"DeleteVolume": {"answer": "empty_id"}}"#,
-                "DeleteVolume: answer empty_id does not apply to DeleteVolume, only to CreateVolume and CreateSnapshot",
+                "DeleteVolume: answer empty_id does not apply to DeleteVolume, only to CreateVolume and CreateSnapshot and \
+                 CreateVolumeGroupSnapshot",
             ),
             (r#"{"CreateSnapshot": {"answer": "zero_capacity"}}"#, "does not apply to CreateSnapshot"),
             (r#"{"CreateVolume": {"answer": "never_ready"}}"#, "does not apply to CreateVolume"),

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use csi_client::proto::CreateVolumeGroupSnapshotRequest;
+use csi_client::proto::{CreateVolumeGroupSnapshotRequest, VolumeGroupSnapshot};
 use csi_client::{Call, CallError};
 use sidecar_runtime::events::PlannedEvent;
 use snapshot_api::names::{
@@ -161,6 +161,34 @@ pub fn request_refused(content_name: &str, error: &RequestError) -> CreationFail
         event: PlannedEvent::warning(
             EVENT_GROUP_SNAPSHOT_CREATION_FAILED,
             format!("failed to create group snapshot for content {content_name}: {error}"),
+        ),
+    }
+}
+
+/// What makes a CreateVolumeGroupSnapshot or GetVolumeGroupSnapshot answer unfit to record, if anything: no group
+/// snapshot id, or a member without its snapshot or volume id. Recorded, an empty handle would mark the content
+/// done with nothing to delete it by later; the answer is treated as a failed call instead and asked again (by the
+/// same name, which the driver answers idempotently).
+pub fn answer_defect(answer: &VolumeGroupSnapshot) -> Option<String> {
+    if answer.group_snapshot_id.is_empty() {
+        return Some("the driver returned an empty group snapshot id".into());
+    }
+    let member = answer.snapshots.iter().find(|m| m.snapshot_id.is_empty() || m.source_volume_id.is_empty())?;
+    Some(if member.source_volume_id.is_empty() {
+        format!("the driver returned member snapshot {:?} without its source volume id", member.snapshot_id)
+    } else {
+        format!("the driver returned an empty snapshot id for the member of volume {}", member.source_volume_id)
+    })
+}
+
+/// CreateVolumeGroupSnapshot answered with `defect` ([`answer_defect`]): the group may be cut, so the being-created
+/// annotation stays and the call is asked again; a Warning names the problem.
+pub fn wrong_answer(content_name: &str, defect: &str) -> CreationFailure {
+    CreationFailure {
+        release_being_created: false,
+        event: PlannedEvent::warning(
+            EVENT_GROUP_SNAPSHOT_CREATION_FAILED,
+            format!("failed to create group snapshot for content {content_name}: {defect}"),
         ),
     }
 }

@@ -13,7 +13,7 @@ use snapshot_api::VolumeGroupSnapshotContent;
 
 use super::Shared;
 use crate::translate::create_request::{
-    create_group_snapshot_request, creation_failure, creation_refused, request_refused,
+    answer_defect, create_group_snapshot_request, creation_failure, creation_refused, request_refused, wrong_answer,
 };
 use crate::translate::deletion::{
     ContentDeletion, GroupSnapshotToDelete, content_deletion, group_snapshot_delete_failed, status_after_delete,
@@ -105,6 +105,9 @@ async fn create(shared: &Shared, content: VolumeGroupSnapshotContent) -> Result<
         Ok(response) => response.group_snapshot.unwrap_or_default(),
         Err(err) => return Err(shared.creation_failed(&content, creation_failure(&name, &err)).await),
     };
+    if let Some(defect) = answer_defect(&answer) {
+        return Err(shared.creation_failed(&content, wrong_answer(&name, &defect)).await);
+    }
     let stored = write_answer(shared, &content, &answer).await?;
     if stored.annotations().contains_key(ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED) {
         let patch = ContentAnnotationPatch::being_created(false);
@@ -133,6 +136,10 @@ async fn get(shared: &Shared, content: VolumeGroupSnapshotContent) -> Result<Out
         Ok(response) => response.group_snapshot.unwrap_or_default(),
         Err(err) => return Err(shared.creation_failed(&content, get_failed(&name, &err)).await),
     };
+    if let Some(defect) = answer_defect(&answer) {
+        let message = format!("failed to get group snapshot {name} from the CSI driver: {defect}");
+        return Err(shared.creation_failed(&content, get_refused(message)).await);
+    }
     let stored = write_answer(shared, &content, &answer).await?;
     Ok(if needs_refresh(&stored) { Outcome::Retry } else { Outcome::Done })
 }

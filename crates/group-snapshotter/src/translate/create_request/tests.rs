@@ -182,3 +182,42 @@ fn an_unreadable_secret_refuses_the_call_and_keeps_its_text() {
         }
     );
 }
+
+#[test]
+fn answers_without_ids_are_not_recorded() {
+    use csi_client::proto::{Snapshot, VolumeGroupSnapshot};
+    let member = |snapshot: &str, volume: &str| Snapshot {
+        snapshot_id: snapshot.into(),
+        source_volume_id: volume.into(),
+        ..Default::default()
+    };
+    let group = |id: &str, members: Vec<Snapshot>| VolumeGroupSnapshot {
+        group_snapshot_id: id.into(),
+        snapshots: members,
+        ..Default::default()
+    };
+    // (answer, defect)
+    let table: [(VolumeGroupSnapshot, Option<&str>); 6] = [
+        (group("g", vec![member("s1", "v1"), member("s2", "v2")]), None),
+        (group("g", vec![]), None),
+        (VolumeGroupSnapshot::default(), Some("the driver returned an empty group snapshot id")),
+        (group("", vec![member("s1", "v1")]), Some("the driver returned an empty group snapshot id")),
+        (
+            group("g", vec![member("s1", "v1"), member("", "v2")]),
+            Some("the driver returned an empty snapshot id for the member of volume v2"),
+        ),
+        (
+            group("g", vec![member("s1", "")]),
+            Some("the driver returned member snapshot \"s1\" without its source volume id"),
+        ),
+    ];
+    for (answer, want) in table {
+        assert_eq!(answer_defect(&answer).as_deref(), want, "{answer:?}");
+    }
+    let failure = wrong_answer("content-1", "the driver returned an empty group snapshot id");
+    assert!(!failure.release_being_created, "the group may be cut: it stays being created");
+    assert_eq!(
+        failure.event.message,
+        "failed to create group snapshot for content content-1: the driver returned an empty group snapshot id"
+    );
+}

@@ -267,7 +267,8 @@ async fn provisioner_crash_during_a_restore_of_a_deleted_claim_leaks_nothing() {
 /// A claim deleted while the provisioner's watches are cut, found gone only by the relist after a 410 (no DELETED
 /// event ever reaches it): the relist hands the claim over as deleted, so the source protection it held on its
 /// snapshot comes off. The orphan sweep is off, so nothing else would lift it; CreateVolume fails with a final error,
-/// so the claim is not in flight either (an in-flight claim found absent is cleaned up by its own worker).
+/// so the claim is not in flight either (an in-flight claim found absent is cleaned up by its own worker), and its
+/// retry is 10 minutes away.
 #[tokio::test]
 async fn a_claim_deleted_while_the_watch_is_cut_is_seen_deleted_at_the_relist() {
     let faults = tempfile::NamedTempFile::new().unwrap();
@@ -279,7 +280,10 @@ async fn a_claim_deleted_while_the_watch_is_cut_is_seen_deleted_at_the_relist() 
     std::fs::copy(world.identity.kubeconfig(), &proxied).unwrap();
     through_proxy(&proxied, &proxy.url()).unwrap();
     let mut args = world.provisioner_args(&["--snapshot-orphan-sweep-interval=0"]);
-    args.retain(|arg| !arg.starts_with("--kubeconfig="));
+    // No retry of the refused claim while the watches are held: a retry's own requests (its event, a fresh read)
+    // would learn of the delete without any watch.
+    args.retain(|arg| !arg.starts_with("--kubeconfig=") && !arg.starts_with("--retry-interval-"));
+    args.extend(["--retry-interval-start=10m".to_string(), "--retry-interval-max=10m".to_string()]);
     args.push(format!("--kubeconfig={}", proxied.display()));
     let (program, args) = sidecar_command("csi-provisioner", args);
     let ns = world.ns().to_string();

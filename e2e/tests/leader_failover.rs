@@ -136,12 +136,9 @@ fn made_once(world: &World, kind: Kind, expected: &[String], unanswered: &[Strin
     creations.values().map(|c| c.existing).sum()
 }
 
-#[tokio::test]
-async fn a_killed_provisioner_leader_is_replaced_and_no_volume_is_made_twice() {
-    let faults = fault_file("CreateVolume");
-    let fault_flag = format!("--fault-config={}", faults.path().display());
-    let mut world = World::new("failover-prov", &[&fault_flag]).await;
-    let class = world.class("failover", &[], "Delete").await;
+/// Two csi-provisioner replicas of `world` on one Lease with the short election flags, as pods `replica-a` and
+/// `replica-b` of the world's namespace.
+fn provisioner_replicas(world: &mut World) -> Replicas {
     let ns = world.ns().to_string();
     let election = election_flags(&ns);
     let election: Vec<&str> = election.iter().map(String::as_str).collect();
@@ -156,6 +153,16 @@ async fn a_killed_provisioner_leader_is_replaced_and_no_volume_is_made_twice() {
         let process = world.scenario.start_with_env(identity, &binary("csi-provisioner"), &args, &env);
         replicas.replicas.push((identity.to_string(), process));
     }
+    replicas
+}
+
+#[tokio::test]
+async fn a_killed_provisioner_leader_is_replaced_and_no_volume_is_made_twice() {
+    let faults = fault_file("CreateVolume");
+    let fault_flag = format!("--fault-config={}", faults.path().display());
+    let mut world = World::new("failover-prov", &[&fault_flag]).await;
+    let class = world.class("failover", &[], "Delete").await;
+    let mut replicas = provisioner_replicas(&mut world);
     let leader = replicas.leader().await;
 
     let early: Vec<String> = (0..10).map(|i| format!("early-{i}")).collect();
@@ -240,20 +247,7 @@ async fn a_paused_provisioner_leader_calls_the_driver_no_more_once_it_runs_again
     let fault_flag = format!("--fault-config={}", faults.path().display());
     let mut world = World::new("failover-pause", &[&fault_flag]).await;
     let class = world.class("pause", &[], "Delete").await;
-    let ns = world.ns().to_string();
-    let election = election_flags(&ns);
-    let election: Vec<&str> = election.iter().map(String::as_str).collect();
-    let args = world.provisioner_args(&election);
-    let mut replicas = Replicas {
-        leases: Api::namespaced(world.client.clone(), &ns),
-        lease: sanitized(&world.driver),
-        replicas: Vec::new(),
-    };
-    for identity in ["replica-a", "replica-b"] {
-        let env = [("POD_NAME", identity), ("POD_NAMESPACE", ns.as_str())];
-        let process = world.scenario.start_with_env(identity, &binary("csi-provisioner"), &args, &env);
-        replicas.replicas.push((identity.to_string(), process));
-    }
+    let mut replicas = provisioner_replicas(&mut world);
     let leader = replicas.leader().await;
     let (paused, successor) = (replicas.replicas[leader].1.pid(), replicas.replicas[1 - leader].1.pid());
     let calls = |pid: u32| parse_calls(&world.plugin.log()).iter().filter(|c| c.pid == pid).count();

@@ -12,7 +12,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, TypedLocalObjectReference};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 
 #[tokio::test]
 async fn provisioner_creates_and_deletes_a_filesystem_volume_with_secrets() {
@@ -565,18 +565,58 @@ async fn provisioner_killed_inside_create_volume_leaks_nothing() {
 
 #[tokio::test]
 async fn provisioner_killed_after_recording_the_volume_id_deletes_only_the_volume_of_its_name() {
+    killed_after_recording_the_volume_id("prov-recorded", ClaimWhenRecorded::Gone).await;
+}
+
+#[tokio::test]
+async fn provisioner_killed_after_recording_the_volume_id_of_a_claim_being_deleted_deletes_its_volume() {
+    // The claim is still in the API, being deleted, while the second provisioner recovers it: it works from the
+    // claim (every annotation of it), and the entry it records must still be one the journal takes once the claim
+    // is gone, or the third rejects it and the volume leaks.
+    killed_after_recording_the_volume_id("prov-recorded-del", ClaimWhenRecorded::BeingDeleted).await;
+}
+
+/// Where the claim stands while the second provisioner learns and records its volume id.
+#[derive(Clone, Copy, PartialEq)]
+enum ClaimWhenRecorded {
+    Gone,
+    BeingDeleted,
+}
+
+/// A test's own finalizer, holding a deleted claim in the API.
+const HOLD_FINALIZER: &str = "e2e.csi-sidecars.test/hold";
+
+async fn killed_after_recording_the_volume_id(prefix: &str, claim_then: ClaimWhenRecorded) {
     let faults = tempfile::NamedTempFile::new().unwrap();
     let fault_path = faults.path().to_path_buf();
     // First a kill inside CreateVolume (the answer comes 5 s late), with the claim deleted meanwhile.
     std::fs::write(&fault_path, r#"{"CreateVolume": {"after_work": true, "latency_ms": 5000}}"#).unwrap();
     let fault_flag = format!("--fault-config={}", fault_path.display());
-    let mut world = World::new("prov-recorded", &[fault_flag.as_str()]).await;
+    let mut world = World::new(prefix, &[fault_flag.as_str()]).await;
     let class = world.class("recorded", &[], "Delete").await;
     let mut first = world.start_provisioner("csi-provisioner", &[]);
     world.claim("doomed", &class, None, "ReadWriteOnce").await;
     eventually("the driver created the volume", TIMEOUT, || async { world.plugin_volumes().len() == 1 }).await;
     first.kill9();
+    if claim_then == ClaimWhenRecorded::BeingDeleted {
+        hold_claim(&world, "doomed", true).await;
+    }
     world.claims().delete("doomed", &DeleteParams::default()).await.unwrap();
+    match claim_then {
+        ClaimWhenRecorded::Gone => {
+            eventually("the claim is gone", TIMEOUT, || async {
+                world.claims().get_opt("doomed").await.unwrap().is_none()
+            })
+            .await
+        }
+        ClaimWhenRecorded::BeingDeleted => {
+            eventually("the claim is being deleted, held by the test's finalizer alone", TIMEOUT, || async {
+                let claim = world.claims().get("doomed").await.unwrap();
+                claim.metadata.finalizers.unwrap_or_default() == [HOLD_FINALIZER]
+            })
+            .await
+        }
+    }
 
     // The second learns the volume id by CreateVolume and records it, then dies inside the slow DeleteVolume.
     std::fs::write(&fault_path, r#"{"DeleteVolume": {"latency_ms": 30000}}"#).unwrap();
@@ -587,6 +627,13 @@ async fn provisioner_killed_after_recording_the_volume_id_deletes_only_the_volum
     })
     .await;
     second.kill9();
+    if claim_then == ClaimWhenRecorded::BeingDeleted {
+        hold_claim(&world, "doomed", false).await;
+        eventually("the claim is gone", TIMEOUT, || async {
+            world.claims().get_opt("doomed").await.unwrap().is_none()
+        })
+        .await;
+    }
 
     // The third proves which volume is the entry's before deleting: one CreateVolume by the claim's name
     // (idempotent, it gives the recorded volume back), then DeleteVolume of that id. A recorded id is never
@@ -594,10 +641,24 @@ async fn provisioner_killed_after_recording_the_volume_id_deletes_only_the_volum
     std::fs::write(&fault_path, "{}").unwrap();
     let port = free_port();
     let endpoint = format!("--http-endpoint=127.0.0.1:{port}");
-    let _third = world.start_provisioner("csi-provisioner-third", &[endpoint.as_str()]);
+    let third = world.start_provisioner("csi-provisioner-third", &[endpoint.as_str()]);
     world.no_plugin_volumes_left().await;
     eventually("the journal entry is gone", TIMEOUT, || async { world.journal().await.is_empty() }).await;
     assert_eq!(create_volume_calls(port).await, 1, "one CreateVolume by name proved the recorded volume");
+    assert!(!third.log().contains("in-flight journal entry rejected"), "the entry recorded is the journal's own");
+}
+
+/// Adds (`hold`) or removes the test's own finalizer on the claim `name`, its other finalizers kept.
+async fn hold_claim(world: &World, name: &str, hold: bool) {
+    let claim = world.claims().get(name).await.unwrap();
+    let mut finalizers: Vec<String> =
+        claim.metadata.finalizers.unwrap_or_default().into_iter().filter(|f| f != HOLD_FINALIZER).collect();
+    if hold {
+        finalizers.push(HOLD_FINALIZER.to_string());
+    }
+    let patch =
+        serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": claim.metadata.resource_version}});
+    world.claims().patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
 }
 
 #[tokio::test]

@@ -233,10 +233,14 @@ pub(super) async fn reject_entry(shared: &Shared, uid: &str, reason: String) -> 
     Outcome::Done
 }
 
-/// Keeps the volume id in the claim's journal entry. Not fatal when the journal refuses (a claim protected by the
-/// finalizer whose journal is not writable): the cleanup goes on as before, only a crash before its end would
-/// repeat CreateVolume.
+/// Keeps the volume id in the claim's journal entry, when the journal holds one: a claim protected by the finalizer
+/// instead stays in the API until its recovery ends and is read from there (an entry written for it would be one
+/// the journal never takes, rejected once the claim is gone). Not fatal when the journal refuses: the cleanup goes
+/// on, only a crash before its end would repeat CreateVolume.
 async fn record_volume_id(shared: &Shared, entry: &InFlightEntry) {
+    if shared.journal.get(&entry.uid).is_none() {
+        return;
+    }
     if let Err(refused) = shared.journal.put(&entry.uid, entry.to_json()).await {
         tracing::warn!(claim = %format!("{}/{}", entry.namespace, entry.name), reason = %refused,
             "cannot record the volume id in the in-flight journal");

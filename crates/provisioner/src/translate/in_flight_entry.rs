@@ -74,9 +74,12 @@ impl InFlightEntry {
         }
     }
 
-    /// The annotation value.
+    /// The annotation value: the journal's form, whose annotations are only the selected node whatever this entry
+    /// was built from (recovery works from a claim being deleted with all its annotations, and an entry recorded
+    /// from it must still pass [`entry_defect`] once the claim is gone).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        let annotations = kept_annotations(&self.annotations);
+        serde_json::to_string(&InFlightEntry { annotations, ..self.clone() }).unwrap_or_default()
     }
 
     /// An entry read back from the journal; `None` when the text is not one.
@@ -88,14 +91,7 @@ impl InFlightEntry {
 /// The entry for `claim`, about to be provisioned. Of its annotations only the selected node is kept: the
 /// journal takes no claim whose class reads others ([`journal_may_take`]).
 pub fn in_flight_entry(claim: &PersistentVolumeClaim) -> InFlightEntry {
-    let annotations = claim
-        .metadata
-        .annotations
-        .iter()
-        .flatten()
-        .filter(|(key, _)| key.as_str() == ANN_SELECTED_NODE || key.as_str() == ANN_ALPHA_SELECTED_NODE)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let annotations = claim.metadata.annotations.as_ref().map(kept_annotations).unwrap_or_default();
     let spec = claim.spec.clone().unwrap_or_default();
     InFlightEntry {
         namespace: claim.metadata.namespace.clone().unwrap_or_default(),
@@ -116,6 +112,12 @@ pub fn in_flight_entry(claim: &PersistentVolumeClaim) -> InFlightEntry {
         },
         volume_id: None,
     }
+}
+
+/// Of a claim's annotations, those the journal keeps: the selected node.
+fn kept_annotations(annotations: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let kept = |key: &str| key == ANN_SELECTED_NODE || key == ANN_ALPHA_SELECTED_NODE;
+    annotations.iter().filter(|(key, _)| kept(key)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// Whether the journal may take `claim` of `class` (its CSI form). Only when recovering it reads nothing but the
@@ -296,6 +298,39 @@ mod tests {
             assert_eq!(entry.annotations, want, "{rule}");
             assert_eq!((entry.namespace.as_str(), entry.name.as_str()), ("apps", "data"), "{rule}");
             assert_eq!(entry.uid, "0f1e2d3c-aaaa-bbbb-cccc-000011112222", "{rule}");
+        }
+    }
+
+    #[test]
+    fn an_entry_written_from_a_claim_with_all_its_annotations_is_read_back_as_the_journals_own() {
+        // Recovery of a claim being deleted works from the claim itself, every annotation kept (the class's
+        // templates may read any), and records the volume id it learns: what it writes must pass the checks
+        // of an entry whose claim is gone, or the next provisioner rejects it and the volume leaks.
+        // (rule, the claim's annotations, the annotations written)
+        type Pairs<'a> = &'a [(&'a str, &'a str)];
+        let table: &[(&str, Pairs, Pairs)] = &[
+            (
+                "the controller manager's provisioner annotations",
+                &[
+                    ("volume.beta.kubernetes.io/storage-provisioner", "d.csi"),
+                    ("volume.kubernetes.io/storage-provisioner", "d.csi"),
+                    ("pv.kubernetes.io/bind-completed", "yes"),
+                ],
+                &[],
+            ),
+            ("the selected node stays", &[(ANN_SELECTED_NODE, "n1"), ("note", "x")], &[(ANN_SELECTED_NODE, "n1")]),
+            ("no annotation at all", &[], &[]),
+        ];
+        for (rule, annotations, written) in table {
+            let mut entry = in_flight_entry(&claim(&[]));
+            (entry.spec.data_source, entry.spec.data_source_ref) = (None, None);
+            entry.annotations = annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            entry.volume_id = Some("vol-1".into());
+            let read = InFlightEntry::parse(&entry.to_json()).expect(rule);
+            let want: BTreeMap<String, String> = written.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            assert_eq!(read.annotations, want, "{rule}");
+            assert_eq!(read.volume_id.as_deref(), Some("vol-1"), "{rule}");
+            assert_eq!(entry_defect(&read.uid, &read, None), None, "{rule}");
         }
     }
 

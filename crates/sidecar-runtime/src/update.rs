@@ -9,6 +9,8 @@ use kube::api::PostParams;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::api_error::{is_conflict, is_not_found};
+
 /// How many times a Conflict is answered by reading again before the error goes to the caller (whose work queue
 /// retries with backoff).
 const CONFLICT_ATTEMPTS: usize = 5;
@@ -83,13 +85,11 @@ where
         let Some(updated) = change(&current) else { return Ok(Updated::Unchanged) };
         match api.replace(&name, &PostParams::default(), &updated).await {
             Ok(stored) => return Ok(Updated::Written(stored)),
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Updated::Gone),
-            Err(kube::Error::Api(status)) if status.code == 409 && attempt < CONFLICT_ATTEMPTS => {
-                match api.get_opt(&name).await? {
-                    Some(fresh) if fresh.meta().uid == uid => current = fresh,
-                    _ => return Ok(Updated::Gone),
-                }
-            }
+            Err(err) if is_not_found(&err) => return Ok(Updated::Gone),
+            Err(err) if is_conflict(&err) && attempt < CONFLICT_ATTEMPTS => match api.get_opt(&name).await? {
+                Some(fresh) if fresh.meta().uid == uid => current = fresh,
+                _ => return Ok(Updated::Gone),
+            },
             Err(err) => return Err(err),
         }
     }

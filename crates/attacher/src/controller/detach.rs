@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use sidecar_runtime::Outcome;
-use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::api_error::{api_error_text, is_not_found};
 
 use super::Shared;
 use super::holding::Holding;
@@ -71,7 +71,7 @@ async fn unpublish(shared: &Shared, attachment: &VolumeAttachment) -> Result<(),
         Some(patch) => match shared.patch_status(&latest, &patch).await {
             Ok(_) => Ok(()),
             // Without finalizers the API server deleted it at once: detached.
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
             Err(e) => Err(fail(&latest, detach::mark_failed(&api_error_text(&e)))),
         },
         None => Ok(()),

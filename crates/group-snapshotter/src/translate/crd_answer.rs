@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use sidecar_runtime::api_error::{is_forbidden, is_not_found};
+
 /// What one check's answer means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Served {
@@ -19,7 +21,9 @@ pub enum Served {
 pub fn served(outcome: Result<(), &kube::Error>) -> Served {
     match outcome {
         Ok(()) => Served::Yes,
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 403 => Served::No(status.to_string()),
+        Err(error @ kube::Error::Api(status)) if is_not_found(error) || is_forbidden(error) => {
+            Served::No(status.to_string())
+        }
         Err(error) => Served::Unknown(error.to_string()),
     }
 }

@@ -22,7 +22,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::api_error::{api_error_text, is_conflict, is_not_found};
 use sidecar_runtime::watch::Cache;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -247,7 +247,7 @@ impl Capacity {
         for name in &reconciliation.obsolete {
             match self.api().delete(name, &DeleteParams::default()).await {
                 Ok(_) => tracing::debug!(object = %name, "deleted an obsolete CSIStorageCapacity"),
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(err) if is_not_found(&err) => {}
                 Err(err) => {
                     tracing::warn!(object = %name, error = %err, "cannot delete an obsolete CSIStorageCapacity")
                 }
@@ -295,7 +295,7 @@ impl Capacity {
                     Ok(written) => written,
                     Err(err) => {
                         // Written meanwhile by someone else: the next refresh starts from the cache again.
-                        if matches!(&err, kube::Error::Api(status) if status.code == 409) {
+                        if is_conflict(&err) {
                             self.written().remove(&name);
                         }
                         return Err(api_error_text(&err));

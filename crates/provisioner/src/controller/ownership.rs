@@ -10,7 +10,7 @@ use csi_client::proto::GetCapacityRequest;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
 use sidecar_runtime::Outcome;
-use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::api_error::{api_error_text, is_conflict, is_not_found};
 
 use super::{ClaimKey, Shared, claim_path, prepare};
 use crate::translate::node_deployment::{
@@ -61,11 +61,11 @@ pub(super) async fn become_owner(
                 shared.memory.forget_ownership(&key.uid);
                 return Outcome::Done;
             }
-            Err(kube::Error::Api(status)) if status.code == 409 => {
+            Err(err) if is_conflict(&err) => {
                 // Lost the race, or another writer changed the claim: wait longer and look again.
                 tracing::debug!(claim = %claim_path(&claim), "conflict while taking the claim, trying again");
             }
-            Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(err) if is_not_found(&err) => {
                 shared.memory.forget_ownership(&key.uid);
                 return Outcome::Done;
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use csi_client::capabilities::ControllerCapability;
 use kube::Api;
 use kube::api::ListParams;
+use sidecar_runtime::api_error::is_not_found;
 use snapshot_api::VolumeSnapshot;
 use tokio_util::sync::CancellationToken;
 
@@ -34,7 +35,7 @@ async fn sweep_once(shared: &Shared) {
     let snapshots: Api<VolumeSnapshot> = Api::all(shared.client.clone());
     let list = match snapshots.list(&ListParams::default()).await {
         Ok(list) => list,
-        Err(kube::Error::Api(status)) if status.code == 404 => {
+        Err(err) if is_not_found(&err) => {
             tracing::debug!("no VolumeSnapshot API in this cluster: nothing to sweep");
             return;
         }

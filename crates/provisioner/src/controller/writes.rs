@@ -10,7 +10,7 @@ use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
-use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::api_error::{api_error_text, is_already_exists, is_forbidden, is_not_found};
 use sidecar_runtime::update::{Updated, set_finalizer, update};
 use snapshot_api::VolumeSnapshot;
 
@@ -181,7 +181,7 @@ impl Shared {
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         let exists = match api.create(&PostParams::default(), pv).await {
             Ok(_) => return Ok(Saved::Created),
-            Err(kube::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => status.message,
+            Err(err) if is_already_exists(&err) => api_error_text(&err),
             Err(err) => return Err(volume_not_saved(name, &api_error_text(&err))),
         };
         match api.get_opt(name).await {
@@ -219,7 +219,7 @@ impl Shared {
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         match api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(err) if is_not_found(&err) => Ok(()),
             Err(err) => Err(err),
         }
     }
@@ -229,7 +229,7 @@ impl Shared {
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         match api.delete(name, &DeleteParams::default()).await {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(err) if is_not_found(&err) => Ok(()),
             Err(err) => Err(err),
         }
     }
@@ -271,7 +271,7 @@ impl Shared {
         match set_finalizer(&snapshots, &snapshot, FINALIZER_SNAPSHOT_SOURCE_PROTECTION, add).await {
             Ok(_) => Ok(()),
             // Upstream tolerates RBAC without `update` on snapshots (older deployments): go on unprotected.
-            Err(kube::Error::Api(status)) if status.code == 403 => {
+            Err(err) if is_forbidden(&err) => {
                 tracing::warn!(
                     snapshot = %source.name,
                     "no permission to update volumesnapshots: the snapshot's finalizers are left as they are"

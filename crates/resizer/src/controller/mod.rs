@@ -108,10 +108,6 @@ impl Controller {
     }
 }
 
-fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,9 @@
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use sidecar_runtime::Outcome;
+use sidecar_runtime::api_error::is_conflict;
 
-use super::{ClaimKey, Shared, is_conflict};
+use super::{ClaimKey, Shared};
 use crate::translate::steps::{Log, LogLevel, Plan, Step, Then, WriteFailure};
 
 /// The claim and its PV as the sync's writes left them.

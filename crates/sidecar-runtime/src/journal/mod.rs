@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::api_error::api_error_text;
+use crate::api_error::{api_error_text, is_conflict, is_not_found};
 pub use merge::{Bounds, Changes, Refused};
 
 /// Where the journal lives and how it writes.
@@ -327,8 +327,8 @@ impl Writer {
                     return Ok(merged.refused);
                 }
                 // Someone else wrote the Lease (or created or deleted it): read it and fold again.
-                Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => {
-                    last_error = status.message.clone();
+                Err(err) if is_not_found(&err) || is_conflict(&err) => {
+                    last_error = api_error_text(&err);
                     match self.api.get_opt(&self.options().name).await {
                         Ok(lease) => self.adopt(lease, changes),
                         Err(err) => return Err(Refused::Unavailable(api_error_text(&err))),

@@ -5,6 +5,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use sidecar_runtime::PlannedEvent;
 pub use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::api_error::{is_conflict, is_not_found};
 use sidecar_runtime::update::set_finalizer;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
 
@@ -23,7 +24,7 @@ where
     K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     match api.create(&PostParams::default(), object).await {
-        Err(kube::Error::Api(status)) if status.code == 409 => api.get(&object.name_any()).await,
+        Err(err) if is_conflict(&err) => api.get(&object.name_any()).await,
         other => other,
     }
 }
@@ -34,7 +35,7 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     match api.delete(name, &DeleteParams::default()).await {
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(err) if is_not_found(&err) => Ok(()),
         other => other.map(|_| ()),
     }
 }

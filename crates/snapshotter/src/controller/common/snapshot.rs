@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, ResourceExt};
 use sidecar_runtime::Outcome;
+use sidecar_runtime::api_error::{is_conflict, is_not_found};
 use snapshot_api::{VolumeGroupSnapshot, VolumeSnapshot, VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
@@ -236,7 +237,7 @@ async fn create_content(
     let contents: Api<VolumeSnapshotContent> = Api::all(shared.client.clone());
     let created = match contents.create(&PostParams::default(), &content).await {
         Ok(created) => created,
-        Err(kube::Error::Api(status)) if status.code == 409 => contents.get(&content.name_any()).await?,
+        Err(err) if is_conflict(&err) => contents.get(&content.name_any()).await?,
         Err(err) => {
             let (event, failure) = create_failed(snapshot, &api_error_text(&err));
             shared.record(snapshot, &event).await;
@@ -290,7 +291,7 @@ async fn delete(shared: &Shared, snapshot: &VolumeSnapshot) -> Result<(), Retry>
         let contents: Api<VolumeSnapshotContent> = Api::all(shared.client.clone());
         match contents.delete(name, &DeleteParams::default()).await {
             Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(err) if is_not_found(&err) => {}
             Err(err) => {
                 let (event, error) = content_delete_failed(name, &api_error_text(&err));
                 shared.record(snapshot, &event).await;

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sidecar_runtime::Outcome;
+use sidecar_runtime::api_error::is_not_found;
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
-use super::writes::{is_not_found, write_failed};
+use super::writes::write_failed;
 use crate::translate::sidecar::content::content_name;
 use crate::translate::sidecar::creation::create_plan;
 use crate::translate::sidecar::deletion::{DeletionFailure, DeletionStep, deletion_failed_event, snapshot_deleted};

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use sidecar_runtime::api_error::api_error_text as api_text;
+use sidecar_runtime::api_error::{api_error_text as api_text, is_conflict, is_not_found};
 use sidecar_runtime::secrets::secret_data;
 use sidecar_runtime::{Outcome, PlannedEvent};
 use snapshot_api::VolumeSnapshotContent;
@@ -52,14 +52,6 @@ impl Shared {
             format!("error getting secret {} in namespace {}: {}", reference.name, reference.namespace, api_text(&e))
         })
     }
-}
-
-fn is_conflict(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 409)
-}
-
-pub(super) fn is_not_found(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
 /// A write that failed: retried with backoff. A Conflict means a newer content is on its way, so it is not

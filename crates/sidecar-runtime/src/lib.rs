@@ -16,6 +16,7 @@
 //! - [`object_names`]: Kubernetes' DNS-1123 rules for the names and namespaces templates resolve to.
 //! - [`quantity`]: Kubernetes quantities as byte counts and back.
 //! - [`snapshot_operations`]: the snapshot-controller's operation histogram, shared by its single and group loops.
+//! - [`time`]: the current time as Kubernetes objects record it.
 //! - [`update`]: guarded updates (the verb upstream's roles grant), and finalizers added and removed with them.
 //! - [`events`]: core/v1 Events as client-go records them.
 //! - [`journal`]: work in flight remembered in one Lease, written with group commit.
@@ -52,6 +53,7 @@ pub mod shutdown;
 mod sidecar;
 pub mod snapshot_operations;
 pub mod supervise;
+pub mod time;
 pub mod update;
 pub mod watch;
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use sidecar_runtime::Outcome;
 use sidecar_runtime::api_error::api_error_text;
+use sidecar_runtime::time::now;
 
 use super::Shared;
 use super::holding::Holding;
@@ -55,7 +56,7 @@ pub(super) async fn sync(shared: Arc<Shared>, name: String) -> Outcome {
         Err(failure) => {
             tracing::warn!(attachment = %name, error = %failure.message, "failed to attach");
             let code = failure.code.filter(|_| shared.options.attach_error_code);
-            let patch = attach::failed(failure.message, code, Shared::now());
+            let patch = attach::failed(failure.message, code, now());
             if let Err(err) = shared.patch_status(&failure.attachment, &patch).await {
                 tracing::warn!(attachment = %name, error = %api_error_text(&err), "failed to save the attach error");
             }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use sidecar_runtime::Outcome;
 use sidecar_runtime::api_error::{api_error_text, is_not_found};
+use sidecar_runtime::time::now;
 
 use super::Shared;
 use super::holding::Holding;
@@ -35,7 +36,7 @@ pub(super) async fn sync(shared: Arc<Shared>, name: String) -> Outcome {
         }
         Err((latest, message)) => {
             tracing::warn!(attachment = %name, error = %message, "failed to detach");
-            let patch = detach::failed(message, Shared::now());
+            let patch = detach::failed(message, now());
             if let Err(err) = shared.patch_status(&latest, &patch).await {
                 tracing::warn!(attachment = %name, error = %api_error_text(&err), "failed to save the detach error");
             }

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::api::storage::v1::VolumeAttachment;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use sidecar_runtime::WorkQueue;
@@ -20,10 +19,6 @@ use crate::translate::request::{publish_secret, secret_error};
 use crate::translate::volume::CsiVolume;
 
 impl Shared {
-    pub(super) fn now() -> Time {
-        Time(k8s_openapi::jiff::Timestamp::now())
-    }
-
     /// Finalizers and annotations; returns the VolumeAttachment as stored.
     pub(super) async fn patch_metadata(
         &self,

@@ -7,10 +7,3 @@
 
 pub mod common;
 pub mod sidecar;
-
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-/// The time an error is recorded at.
-pub(crate) fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}

@@ -6,6 +6,7 @@ use csi_client::CallError;
 use csi_client::proto::{ControllerExpandVolumeRequest, ControllerExpandVolumeResponse};
 use k8s_openapi::api::core::v1::PersistentVolume;
 use sidecar_runtime::Outcome;
+use sidecar_runtime::time::now;
 
 use super::steps::{Objects, carry_out};
 use super::{ClaimKey, Shared};
@@ -33,7 +34,7 @@ pub(super) async fn expand(
         in_use_error: facts.in_use_error,
         used_by_pod: facts.in_use_error && shared.stores.used_by_pod(key),
     };
-    let decision = decide_expansion(&objects.claim, &objects.volume, config, &memory, &Shared::now());
+    let decision = decide_expansion(&objects.claim, &objects.volume, config, &memory, &now());
     let remember = |change| shared.memory.apply_expansion(key, change);
     let call = match carry_out(shared, key, &mut objects, decision_steps(decision), remember).await {
         Then::Finish(outcome) => return (outcome, objects),
@@ -51,7 +52,7 @@ pub(super) async fn expand(
     if answer.is_some() {
         shared.metrics.expand_attempt(result.is_err());
     }
-    let outcome = expansion_outcome(&objects.claim, &objects.volume, config, result, &Shared::now());
+    let outcome = expansion_outcome(&objects.claim, &objects.volume, config, result, &now());
     let steps = outcome_steps(outcome, volume_name(&objects.volume), &config.driver_name);
     let Then::Finish(outcome) = carry_out(shared, key, &mut objects, steps, remember).await;
     (outcome, objects)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use csi_client::CallError;
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use sidecar_runtime::Outcome;
+use sidecar_runtime::time::now;
 
 use super::steps::{Objects, carry_out};
 use super::{ClaimKey, Shared};
@@ -31,7 +32,7 @@ pub(super) async fn modify(
     let classes: Vec<Arc<VolumeAttributesClass>> =
         classes_consulted(&objects.claim).into_iter().filter_map(|name| shared.stores.class(name)).collect();
     let lookup = |name: &str| classes.iter().map(|c| c.as_ref()).find(|c| c.metadata.name.as_deref() == Some(name));
-    let decision = decide_modification(&objects.claim, &objects.volume, config, &memory, lookup, &Shared::now());
+    let decision = decide_modification(&objects.claim, &objects.volume, config, &memory, lookup, &now());
     let remember = |change| shared.memory.apply_modification(key, change);
     let plan = match carry_out(shared, key, &mut objects, decision_steps(decision), remember).await {
         Then::Finish(outcome) => return outcome,
@@ -47,7 +48,7 @@ pub(super) async fn modify(
     if answer.is_ok() {
         shared.metrics.modify_attempt(result.is_err());
     }
-    let outcome = modification_outcome(&objects.claim, &plan, result, &Shared::now());
+    let outcome = modification_outcome(&objects.claim, &plan, result, &now());
     let steps = outcome_steps(outcome, plan.target());
     let Then::Finish(outcome) = carry_out(shared, key, &mut objects, steps, remember).await;
     outcome

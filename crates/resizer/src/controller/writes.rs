@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use sidecar_runtime::PlannedEvent;
@@ -14,10 +13,6 @@ use crate::translate::patch::{ClaimStatusPatch, VolumePatch};
 use crate::translate::secret_ref::SecretRef;
 
 impl Shared {
-    pub(super) fn now() -> Time {
-        Time(k8s_openapi::jiff::Timestamp::now())
-    }
-
     pub(super) async fn publish(&self, claim: &PersistentVolumeClaim, event: &PlannedEvent) {
         self.events.record(claim, event).await;
     }

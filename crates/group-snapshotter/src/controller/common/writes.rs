@@ -6,11 +6,11 @@ use kube::{Api, ResourceExt};
 use sidecar_runtime::PlannedEvent;
 pub use sidecar_runtime::api_error::api_error_text;
 use sidecar_runtime::api_error::{is_conflict, is_not_found};
+use sidecar_runtime::time::now;
 use sidecar_runtime::update::set_finalizer;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
 
 use super::Shared;
-use crate::controller::now;
 use crate::translate::patch::GroupStatusPatch;
 use crate::translate::selection::refusal_message;
 use crate::translate::status::refused_status;

@@ -9,12 +9,12 @@ use sidecar_runtime::Outcome;
 use sidecar_runtime::PlannedEvent;
 use sidecar_runtime::api_error::api_error_text;
 use sidecar_runtime::secrets::secret_data;
+use sidecar_runtime::time::now;
 use sidecar_runtime::update::set_finalizer;
 use snapshot_api::VolumeGroupSnapshotContent;
 use snapshot_api::names::FINALIZER_VOLUME_GROUP_SNAPSHOT_CONTENT_BOUND;
 
 use super::Shared;
-use crate::controller::now;
 use crate::translate::create_request::CreationFailure;
 use crate::translate::names::ANN_VOLUME_GROUP_SNAPSHOT_BEING_CREATED;
 use crate::translate::patch::{ContentAnnotationPatch, ContentStatusPatch};

@@ -5,10 +5,10 @@
 //! has no `patch` there). Failures are recorded on the snapshot as the translate module says.
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use sidecar_runtime::PlannedEvent;
+use sidecar_runtime::time::now;
 use sidecar_runtime::update::set_finalizer;
 use snapshot_api::names::FINALIZER_PVC_AS_SOURCE;
 use snapshot_api::{VolumeSnapshot, VolumeSnapshotContent};
@@ -20,10 +20,6 @@ use crate::translate::common::status_error::SnapshotFailure;
 pub use sidecar_runtime::api_error::Retry;
 
 pub use sidecar_runtime::api_error::api_error_text;
-
-pub fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
 
 impl Shared {
     fn snapshots_api(&self, snapshot: &VolumeSnapshot) -> Api<VolumeSnapshot> {

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sidecar_runtime::Outcome;
 use sidecar_runtime::api_error::is_not_found;
+use sidecar_runtime::time::now;
 use snapshot_api::{VolumeSnapshotClass, VolumeSnapshotContent};
 
 use super::Shared;
@@ -244,10 +244,6 @@ async fn delete(shared: &Shared, content: VolumeSnapshotContent, step: DeletionS
 async fn deletion_failed(shared: &Shared, content: &VolumeSnapshotContent, failure: DeletionFailure) -> Outcome {
     shared.publish(content, &deletion_failed_event(failure)).await;
     Outcome::Retry
-}
-
-fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
 }
 
 /// Now in nanoseconds since the Unix epoch, the unit of a content's `creationTime`.

@@ -109,11 +109,6 @@ pub struct Args {
     pub enable_pprof: bool,
 }
 
-/// `--node-deployment` without the node to serve.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("the NODE_NAME environment variable must be set when using --node-deployment")]
-pub struct MissingNodeName;
-
 /// `--enable-capacity` without the environment it needs.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MissingCapacityEnv {
@@ -182,15 +177,6 @@ impl Args {
         provisioner.prevent_volume_mode_conversion = self.prevent_volume_mode_conversion;
         provisioner.features = features;
         provisioner
-    }
-
-    /// With `--node-deployment`, the node this instance serves: `node_name_env` (`NODE_NAME`), which must be set
-    /// and non-empty. `None` without the flag.
-    pub fn node_name(&self, node_name_env: Option<String>) -> Result<Option<String>, MissingNodeName> {
-        if !self.node_deployment {
-            return Ok(None);
-        }
-        node_name_env.filter(|n| !n.is_empty()).map(Some).ok_or(MissingNodeName)
     }
 
     /// Node mode's settings: the node, what NodeGetInfo said about it, and the `--node-deployment-*` flags.
@@ -311,20 +297,10 @@ mod tests {
     }
 
     #[test]
-    fn node_deployment_needs_node_name() {
-        let central = parse(&[]).unwrap();
+    fn node_deployment_is_supported() {
+        assert!(!parse(&[]).unwrap().node_deployment);
         let node_mode = parse(&["--node-deployment"]).unwrap();
-        // (rule, args, NODE_NAME, result)
-        let table = [
-            ("central deployment ignores NODE_NAME", &central, Some("n1"), Ok(None)),
-            ("node mode serves NODE_NAME", &node_mode, Some("n1"), Ok(Some("n1".to_string()))),
-            ("node mode without NODE_NAME fails", &node_mode, None, Err(MissingNodeName)),
-            ("node mode with an empty NODE_NAME fails", &node_mode, Some(""), Err(MissingNodeName)),
-        ];
-        for (rule, args, env, want) in table {
-            assert_eq!(args.node_name(env.map(str::to_string)), want, "{rule}");
-        }
-        assert!(MissingNodeName.to_string().contains("NODE_NAME"));
+        assert!(node_mode.node_deployment);
         assert!(node_mode.unsupported().is_empty(), "--node-deployment is supported");
     }
 

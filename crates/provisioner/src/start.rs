@@ -4,6 +4,7 @@
 use csi_client::capabilities::ControllerCapability;
 use csi_client::proto::NodeGetInfoRequest;
 use sidecar_runtime::describe::Metrics;
+use sidecar_runtime::flags::{NODE_NAME_ENV, node_name};
 use sidecar_runtime::journal::{Bounds, JournalOptions};
 use sidecar_runtime::kube_client::{self, KubeClientOptions};
 use sidecar_runtime::leader_election::{lease_namespace, provisioner_lease_name};
@@ -34,7 +35,7 @@ impl Config {
     /// Checks the feature gates and the environment the flags need (`NODE_NAME`, `NAMESPACE`, `POD_NAME`).
     pub fn from_args(args: Args) -> Result<Config, SetupError> {
         let features = args.feature_gates().refused()?;
-        let node_name = args.node_name(std::env::var("NODE_NAME").ok()).refused()?;
+        let node_name = node_name(args.node_deployment, std::env::var(NODE_NAME_ENV).ok()).refused()?;
         let capacity_placement =
             args.capacity_placement(std::env::var("NAMESPACE").ok(), std::env::var("POD_NAME").ok()).refused()?;
         Ok(Config { args, features, node_name, capacity_placement })

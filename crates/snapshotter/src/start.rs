@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use csi_client::CsiClient;
 use csi_client::capabilities::ControllerCapability;
+use sidecar_runtime::flags::{NODE_NAME_ENV, node_name};
 use sidecar_runtime::snapshot_operations::SnapshotMetrics;
 use sidecar_runtime::{Driver, EventRecorder, RetryPolicy, SetupError, SetupResult, Sidecar, SidecarLoop};
 use tokio_util::sync::CancellationToken;
@@ -43,7 +44,7 @@ impl Config {
     /// Checks the flags as upstream does, and `NODE_NAME` with `--node-deployment`.
     pub fn from_args(args: sidecar_flags::Args) -> Result<Config, SetupError> {
         let features = args.validate().refused()?;
-        let node_name = args.node_name(std::env::var("NODE_NAME").ok()).refused()?;
+        let node_name = node_name(args.node_deployment, std::env::var(NODE_NAME_ENV).ok()).refused()?;
         Ok(Config { args, features, node_name })
     }
 

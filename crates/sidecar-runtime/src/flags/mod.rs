@@ -17,6 +17,7 @@
 
 mod argv;
 mod duration;
+mod node_deployment;
 mod removed;
 mod values;
 
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 pub use argv::normalize_go_args;
 pub use duration::{DurationError, parse_go_duration};
+pub use node_deployment::{MissingNodeName, NODE_NAME_ENV, node_name};
 pub use removed::{Removed, removed};
 pub use values::{FeatureGates, KUBERNETES_GATES, ValueError, parse_go_bool, parse_labels};
 

@@ -53,8 +53,6 @@ pub enum FlagError {
         "--node-deployment and --leader-election cannot be used together: each node's csi-snapshotter handles its own node's contents"
     )]
     NodeDeploymentWithLeaderElection,
-    #[error("the NODE_NAME environment variable must be set when using --node-deployment")]
-    MissingNodeName,
     #[error("--snapshot-name-prefix must not be empty")]
     EmptySnapshotNamePrefix,
     #[error("--groupsnapshot-name-prefix must not be empty when {CSI_VOLUME_GROUP_SNAPSHOT} is enabled")]

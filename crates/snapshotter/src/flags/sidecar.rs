@@ -68,15 +68,6 @@ impl Args {
         Ok(features)
     }
 
-    /// With `--node-deployment`, the node whose contents this instance handles: `node_name_env` (`NODE_NAME`), which
-    /// must be set and non-empty. `None` without the flag.
-    pub fn node_name(&self, node_name_env: Option<String>) -> Result<Option<String>, FlagError> {
-        if !self.node_deployment {
-            return Ok(None);
-        }
-        node_name_env.filter(|n| !n.is_empty()).map(Some).ok_or(FlagError::MissingNodeName)
-    }
-
     /// The flags the content rules read, for `driver_name`; `list_snapshots` from ControllerGetCapabilities.
     pub fn snapshotter(&self, driver_name: &str, list_snapshots: bool) -> Snapshotter {
         Snapshotter {
@@ -199,21 +190,5 @@ mod tests {
         // Both HTTP addresses: refused while parsing, naming both flags.
         let error = parse(&["--http-endpoint=:8080", "--metrics-address=:9000"]).unwrap_err().to_string();
         assert!(error.contains("--http-endpoint") && error.contains("--metrics-address"), "{error}");
-    }
-
-    #[test]
-    fn node_deployment_needs_node_name() {
-        let central = parse(&[]).unwrap();
-        let node_mode = parse(&["--node-deployment"]).unwrap();
-        // (rule, args, NODE_NAME, result)
-        let table = [
-            ("central deployment ignores NODE_NAME", &central, Some("n1"), Ok(None)),
-            ("node mode serves NODE_NAME", &node_mode, Some("n1"), Ok(Some("n1".to_string()))),
-            ("node mode without NODE_NAME fails", &node_mode, None, Err(FlagError::MissingNodeName)),
-            ("node mode with an empty NODE_NAME fails", &node_mode, Some(""), Err(FlagError::MissingNodeName)),
-        ];
-        for (rule, args, env, want) in table {
-            assert_eq!(args.node_name(env.map(str::to_string)), want, "{rule}");
-        }
     }
 }

@@ -5,7 +5,9 @@
 //! the obsolete ones, asks GetCapacity for each key and writes what changed through the separate, slower client of
 //! `--kube-api-capacity-qps/-burst`. A refresh runs every `--capacity-poll-interval`, and soon after anything that
 //! may change the answer: a class or node change, a provisioned or deleted volume, an object someone else deleted.
-//! Running one refresh at a time is what keeps two objects from being created for one key.
+//! Running one refresh at a time is what keeps two objects from being created for one key. Its own objects come
+//! from one of the loop's declared watches (its namespace, its labels), so a watch that ends fails `/healthz` as
+//! any other does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicI64;
@@ -17,9 +19,7 @@ use futures::StreamExt;
 use k8s_openapi::api::storage::v1::CSIStorageCapacity;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sidecar_runtime::api_error::{api_error_text, is_conflict, is_not_found};
@@ -90,8 +90,6 @@ pub struct Capacity {
     client: kube::Client,
     options: CapacityOptions,
     metrics: CapacityMetrics,
-    store: Store<CSIStorageCapacity>,
-    writer: Mutex<Option<reflector::store::Writer<CSIStorageCapacity>>>,
     nudge: Notify,
     /// Nudged on class and node changes: a refresh follows only when the set of keys changed.
     keys_may_have_changed: Notify,
@@ -104,13 +102,10 @@ pub struct Capacity {
 
 impl Capacity {
     pub fn new(client: kube::Client, options: CapacityOptions, metrics: CapacityMetrics) -> Capacity {
-        let (store, writer) = reflector::store();
         Capacity {
             client,
             options,
             metrics,
-            store,
-            writer: Mutex::new(Some(writer)),
             nudge: Notify::new(),
             keys_may_have_changed: Notify::new(),
             last_keys: Mutex::default(),
@@ -137,39 +132,29 @@ impl Capacity {
         self.written.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Watches this instance's objects (filtered by its labels, as upstream's informer is) and refreshes until
-    /// `stop`. The caller has filled the provisioner's caches already.
-    async fn run(self: Arc<Self>, shared: Arc<Shared>, stop: CancellationToken) {
-        let Some(writer) = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+    /// The watch of this instance's objects: in its namespace, selected by its labels, as upstream's informer is.
+    pub(super) fn watch_config(&self) -> watcher::Config {
         let publisher = &self.options.publisher;
         let selector = format!("{LABEL_DRIVER_NAME}={},{LABEL_MANAGED_BY}={}", publisher.driver, publisher.managed_by);
-        let config = watcher::Config::default().labels(&selector);
-        let watching = {
-            let this = self.clone();
-            async move {
-                let stream = reflector::reflector(writer, watcher::watcher(this.api(), config).default_backoff());
-                futures::pin_mut!(stream);
-                while let Some(event) = stream.next().await {
-                    match event {
-                        Ok(Event::Delete(object)) => {
-                            // Ours to keep if still wanted: the refresh re-creates it.
-                            if let Some(name) = &object.metadata.name {
-                                this.written().remove(name);
-                            }
-                            this.nudge();
-                        }
-                        Ok(_) => {}
-                        Err(err) => tracing::warn!(error = %err, "CSIStorageCapacity watch failed, retrying"),
-                    }
-                }
-            }
-        };
-        tokio::pin!(watching);
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            ready = self.store.wait_until_ready() => if ready.is_err() { return },
-            _ = &mut watching => return,
+        watcher::Config::default().labels(&selector)
+    }
+
+    /// The namespace its objects live in.
+    pub(super) fn namespace(&self) -> &str {
+        &self.options.publisher.namespace
+    }
+
+    /// One of its objects was deleted (by anyone): ours to keep if still wanted, so the next refresh re-creates it.
+    pub(super) fn deleted(&self, object: &CSIStorageCapacity) {
+        if let Some(name) = &object.metadata.name {
+            self.written().remove(name);
         }
+        self.nudge();
+    }
+
+    /// Refreshes until `stop`. The loop has filled the caches already, this instance's objects among them.
+    async fn run(self: Arc<Self>, shared: Arc<Shared>, stop: CancellationToken) {
+        let publisher = &self.options.publisher;
         tracing::info!(namespace = %publisher.namespace, managed_by = %publisher.managed_by, "publishing CSIStorageCapacity");
         let mut next_poll = tokio::time::Instant::now();
         loop {
@@ -180,10 +165,6 @@ impl Capacity {
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
-                    _ = &mut watching => {
-                        tracing::error!("the CSIStorageCapacity watch ended");
-                        return;
-                    }
                     _ = tokio::time::sleep_until(next_poll) => break,
                     _ = self.nudge.notified() => break,
                     _ = self.keys_may_have_changed.notified() => {
@@ -217,10 +198,10 @@ impl Capacity {
     }
 
     /// The managed objects: the cache, with our own writes it has not shown yet.
-    fn existing(&self) -> Vec<CSIStorageCapacity> {
+    fn existing(&self, shared: &Shared) -> Vec<CSIStorageCapacity> {
         let publisher = &self.options.publisher;
         let mut objects: BTreeMap<String, CSIStorageCapacity> = BTreeMap::new();
-        for object in self.store.state() {
+        for object in shared.stores.capacities.as_ref().map(Cache::state).unwrap_or_default() {
             if is_managed(&object, &publisher.driver, &publisher.managed_by) {
                 objects.insert(object.metadata.name.clone().unwrap_or_default(), (*object).clone());
             }
@@ -240,7 +221,7 @@ impl Capacity {
     async fn refresh(&self, shared: &Shared) {
         let desired = self.desired(shared);
         *self.last_keys.lock().unwrap_or_else(|p| p.into_inner()) = desired.clone();
-        let reconciliation = reconcile(&self.existing(), &desired);
+        let reconciliation = reconcile(&self.existing(shared), &desired);
         self.metrics.goal.set(desired.len() as i64);
         self.metrics.current.set(reconciliation.current.len() as i64);
         self.metrics.obsolete.set(reconciliation.obsolete.len() as i64);
@@ -262,7 +243,7 @@ impl Capacity {
                 }
             })
             .await;
-        let current = self.existing().len().min(desired.len());
+        let current = self.existing(shared).len().min(desired.len());
         self.metrics.current.set(current as i64);
     }
 

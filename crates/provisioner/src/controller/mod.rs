@@ -142,6 +142,7 @@ impl Controller {
         if shared.provisioner.node_deployment.is_none() {
             (shared.stores, self.feeds) = Stores::new(&self.caches, true, attaches(&shared.provisioner));
         }
+        shared.stores.with_capacities(&mut self.feeds, &self.caches, capacity.watch_config());
         shared.capacity = Some(Arc::new(capacity));
         self
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment};
+use k8s_openapi::api::storage::v1::{CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use kube::Api;
 use sidecar_runtime::watch::{Cache, CacheFeed, CacheProvider, Change, Watches};
 
@@ -23,6 +23,8 @@ pub struct Stores {
     pub nodes: Option<Cache<Node>>,
     /// Only when the driver attaches volumes (PUBLISH_UNPUBLISH_VOLUME): an attachment blocks deletion.
     pub attachments: Option<Cache<VolumeAttachment>>,
+    /// Only with `--enable-capacity`: this instance's CSIStorageCapacity objects.
+    pub capacities: Option<Cache<CSIStorageCapacity>>,
 }
 
 /// The writing halves of the caches, until the watches start.
@@ -33,6 +35,7 @@ pub struct Feeds {
     csi_nodes: Option<CacheFeed<CSINode>>,
     nodes: Option<CacheFeed<Node>>,
     attachments: Option<CacheFeed<VolumeAttachment>>,
+    capacities: Option<CacheFeed<CSIStorageCapacity>>,
 }
 
 impl Stores {
@@ -51,8 +54,21 @@ impl Stores {
             csi_nodes: csi_nodes_feed,
             nodes: nodes_feed,
             attachments: attachments_feed,
+            capacities: None,
         };
-        (Stores { claims, volumes, classes, csi_nodes, nodes, attachments }, feeds)
+        (Stores { claims, volumes, classes, csi_nodes, nodes, attachments, capacities: None }, feeds)
+    }
+
+    /// Adds the cache of the capacity publisher's own objects, which `config` selects.
+    pub fn with_capacities(
+        &mut self,
+        feeds: &mut Feeds,
+        caches: &CacheProvider,
+        config: kube::runtime::watcher::Config,
+    ) {
+        let (capacities, feed) = caches.selected_cache(config);
+        self.capacities = Some(capacities);
+        feeds.capacities = Some(feed);
     }
 
     pub fn claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
@@ -116,7 +132,15 @@ pub(super) fn watches(shared: &Arc<Shared>, feeds: Feeds) -> Watches {
     }
     if let Some(feed) = feeds.nodes {
         let s = shared.clone();
-        watches.watch(feed, Api::<Node>::all(client), move |change| capacity_keys_changed(&s, &change));
+        watches.watch(feed, Api::<Node>::all(client.clone()), move |change| capacity_keys_changed(&s, &change));
+    }
+    if let (Some(feed), Some(capacity)) = (feeds.capacities, shared.capacity.clone()) {
+        let api = Api::<CSIStorageCapacity>::namespaced(client, capacity.namespace());
+        watches.watch(feed, api, move |change| {
+            if let Change::Deleted(object) = change {
+                capacity.deleted(object);
+            }
+        });
     }
     watches
 }

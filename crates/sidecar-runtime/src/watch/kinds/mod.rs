@@ -32,7 +32,9 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass, VolumeAttachment, VolumeAttributesClass};
+use k8s_openapi::api::storage::v1::{
+    CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment, VolumeAttributesClass,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use snapshot_api::{
     VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotClass,
@@ -128,6 +130,7 @@ macro_rules! held_whole {
 held_whole!(
     StorageClass,
     CSINode,
+    CSIStorageCapacity,
     VolumeAttachment,
     VolumeAttributesClass,
     VolumeSnapshot,

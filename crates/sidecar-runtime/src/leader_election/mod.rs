@@ -37,7 +37,7 @@ pub use names::{
     SNAPSHOT_CONTROLLER_LEASE_NAME, attacher_lease_name, default_identity, group_snapshotter_lease_name,
     provisioner_lease_name, resizer_lease_name, sanitize_name, snapshotter_lease_name,
 };
-pub use status::{HEALTH_TOLERANCE, LeaderStatus};
+pub use status::{HEALTH_TOLERANCE, LeaderStatus, NotLeading};
 
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 

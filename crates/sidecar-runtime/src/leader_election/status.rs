@@ -102,7 +102,7 @@ impl LeaderStatus {
     /// healthy; a leader is unhealthy once its last successful renewal is older
     /// than the lease duration plus `tolerance`, i.e. its elector is stuck. With
     /// several Leases, each is checked.
-    pub fn check(&self, now: Instant, tolerance: Duration) -> Result<(), String> {
+    pub fn check(&self, now: Instant, tolerance: Duration) -> Result<(), NotLeading> {
         let all = self.all.lock().unwrap_or_else(|p| p.into_inner()).clone();
         all.iter().try_for_each(|state| check_one(&state.lock().unwrap_or_else(|p| p.into_inner()), now, tolerance))
     }
@@ -114,7 +114,7 @@ impl LeaderStatus {
     /// replica may take a Lease over once its duration has passed since the last renewal it saw, and the renew
     /// deadline is shorter; so a leader paused (SIGSTOP, a stalled VM) past its Lease and running again stops before
     /// its next driver call, not only once its elector notices. A process that never led passes (its start-up calls).
-    pub fn may_act(&self, now: Instant) -> Result<(), String> {
+    pub fn may_act(&self, now: Instant) -> Result<(), NotLeading> {
         let all = self.all.lock().unwrap_or_else(|p| p.into_inner()).clone();
         all.iter().try_for_each(|state| may_act_one(&state.lock().unwrap_or_else(|p| p.into_inner()), now))
     }
@@ -122,34 +122,51 @@ impl LeaderStatus {
     /// [`LeaderStatus::may_act`] at the moment of each call, as a CSI client's fence ([`csi_client::Fence`]).
     pub fn fence(&self) -> csi_client::Fence {
         let status = self.clone();
-        std::sync::Arc::new(move || status.may_act(Instant::now()))
+        std::sync::Arc::new(move || status.may_act(Instant::now()).map_err(|refused| refused.to_string()))
     }
 }
 
-fn may_act_one(state: &State, now: Instant) -> Result<(), String> {
-    let name = state.lock_name.as_deref().unwrap_or("");
+/// Why a process may not act as a leader, or why its leadership is unhealthy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotLeading {
+    /// A Lease it led was lost or released.
+    #[error("no longer the leader of lease {lease}")]
+    Ended { lease: String },
+    /// Its last renewal of a Lease is older than the renew deadline: another replica may lead.
+    #[error(
+        "lease {lease} last renewed {since:?} ago, not within the renew deadline {deadline:?}: another replica may lead"
+    )]
+    RenewalLate { lease: String, since: Duration, deadline: Duration },
+    /// Its elector is stuck: no renewal for longer than the Lease's duration and the health tolerance.
+    #[error("failed election to renew leadership on lease {lease}")]
+    Stuck { lease: String },
+}
+
+fn may_act_one(state: &State, now: Instant) -> Result<(), NotLeading> {
+    let lease = || state.lock_name.clone().unwrap_or_default();
     if state.ended {
-        return Err(format!("no longer the leader of lease {name}"));
+        return Err(NotLeading::Ended { lease: lease() });
     }
     match state.last_renewal {
-        Some(last) if state.leading && now.saturating_duration_since(last) >= state.renew_deadline => Err(format!(
-            "lease {name} last renewed {:?} ago, not within the renew deadline {:?}: another replica may lead",
-            now.saturating_duration_since(last),
-            state.renew_deadline
-        )),
+        Some(last) if state.leading && now.saturating_duration_since(last) >= state.renew_deadline => {
+            Err(NotLeading::RenewalLate {
+                lease: lease(),
+                since: now.saturating_duration_since(last),
+                deadline: state.renew_deadline,
+            })
+        }
         _ => Ok(()),
     }
 }
 
-fn check_one(state: &State, now: Instant, tolerance: Duration) -> Result<(), String> {
+fn check_one(state: &State, now: Instant, tolerance: Duration) -> Result<(), NotLeading> {
     if !state.leading {
         return Ok(());
     }
     let Some(last_renewal) = state.last_renewal else { return Ok(()) };
     let since = now.saturating_duration_since(last_renewal);
     if since > state.lease_duration + tolerance {
-        let name = state.lock_name.as_deref().unwrap_or("");
-        return Err(format!("failed election to renew leadership on lease {name}"));
+        return Err(NotLeading::Stuck { lease: state.lock_name.clone().unwrap_or_default() });
     }
     Ok(())
 }
@@ -175,7 +192,8 @@ mod tests {
         assert!(status.is_leading());
         assert_eq!(status.check(t0 + Duration::from_secs(35), HEALTH_TOLERANCE), Ok(()), "at the limit: healthy");
         let err = status.check(t0 + Duration::from_secs(36), HEALTH_TOLERANCE).unwrap_err();
-        assert!(err.contains("lock"), "{err}");
+        assert_eq!(err, NotLeading::Stuck { lease: "lock".into() });
+        assert_eq!(err.to_string(), "failed election to renew leadership on lease lock", "client-go's text");
 
         status.renewed(t0 + Duration::from_secs(30));
         assert_eq!(status.check(t0 + Duration::from_secs(36), HEALTH_TOLERANCE), Ok(()), "renewed again");
@@ -196,7 +214,7 @@ mod tests {
         second.renewed(t0);
         assert!(first.is_leading() && second.is_leading());
         let err = first.check(t0 + Duration::from_secs(61), HEALTH_TOLERANCE).unwrap_err();
-        assert!(err.contains("resizer-lease"), "the stuck Lease is named: {err}");
+        assert_eq!(err, NotLeading::Stuck { lease: "resizer-lease".into() }, "the stuck Lease is named");
         second.stopped();
         assert!(first.is_leading(), "each Lease has its own leadership");
         assert_eq!(first.check(t0 + Duration::from_secs(61), HEALTH_TOLERANCE), Ok(()));
@@ -230,6 +248,10 @@ mod tests {
         for (after, acts) in [(0, true), (9, true), (10, false), (60, false)] {
             assert_eq!(status.may_act(t0 + s(after)).is_ok(), acts, "{after} s after the renewal");
         }
+        assert_eq!(
+            status.may_act(t0 + s(10)).unwrap_err().to_string(),
+            "lease lock last renewed 10s ago, not within the renew deadline 10s: another replica may lead"
+        );
         status.renewed(t0 + s(60));
         assert_eq!(status.may_act(t0 + s(61)), Ok(()), "renewed again");
         let other = status.another_lease();
@@ -237,7 +259,8 @@ mod tests {
         other.renewed(t0 + s(61));
         other.stopped();
         let refused = status.may_act(t0 + s(61)).unwrap_err();
-        assert_eq!(refused, "no longer the leader of lease other", "any Lease of the process counts");
-        assert!((status.fence())().is_err(), "the fence asks the same");
+        assert_eq!(refused, NotLeading::Ended { lease: "other".into() }, "any Lease of the process counts");
+        assert_eq!(refused.to_string(), "no longer the leader of lease other");
+        assert_eq!((status.fence())(), Err(refused.to_string()), "the fence asks the same");
     }
 }

@@ -4,8 +4,8 @@
 //! overwrites a newer object or touches one recreated under the same name; on a Conflict the object is read again and
 //! the change computed anew.
 
-use kube::Api;
-use kube::api::PostParams;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -27,6 +27,28 @@ pub fn finalizers_with(finalizers: Option<&[String]>, finalizer: &str, wanted: b
         changed.push(finalizer.to_string());
     }
     Some(changed)
+}
+
+/// Creates `object`, or reads the one a previous run created under the same (derived) name.
+pub async fn create_or_get<K>(api: &Api<K>, object: &K) -> Result<K, kube::Error>
+where
+    K: kube::Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), object).await {
+        Err(err) if is_conflict(&err) => api.get(&object.name_any()).await,
+        other => other,
+    }
+}
+
+/// Deletes by name; NotFound counts as done.
+pub async fn delete_by_name<K>(api: &Api<K>, name: &str) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Err(err) if is_not_found(&err) => Ok(()),
+        other => other.map(|_| ()),
+    }
 }
 
 /// What [`update`] did.

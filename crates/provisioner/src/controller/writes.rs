@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use csi_client::CsiClient;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Secret};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
 use sidecar_runtime::api_error::{api_error_text, is_already_exists, is_forbidden, is_not_found};
-use sidecar_runtime::update::{Updated, set_finalizer, update};
+use sidecar_runtime::update::{Updated, delete_by_name, set_finalizer, update};
 use snapshot_api::VolumeSnapshot;
 
 use super::{Shared, claim_path};
@@ -226,12 +226,7 @@ impl Shared {
 
     /// Deletes the PV object `name`; one that is gone already is no error.
     pub(super) async fn delete_volume_object(&self, name: &str) -> Result<(), kube::Error> {
-        let api: Api<PersistentVolume> = Api::all(self.client.clone());
-        match api.delete(name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
-            Err(err) if is_not_found(&err) => Ok(()),
-            Err(err) => Err(err),
-        }
+        delete_by_name(&Api::<PersistentVolume>::all(self.client.clone()), name).await
     }
 
     // ---- VolumeSnapshots (read when needed, never cached) ---------------------------------------------------------

@@ -1,11 +1,10 @@
 //! How the group loop's writes reach the API server: merge patches of statuses (subresource) and annotations, the
 //! group's and the content's finalizers through guarded updates, creations that tolerate AlreadyExists.
 
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use sidecar_runtime::PlannedEvent;
 pub use sidecar_runtime::api_error::api_error_text;
-use sidecar_runtime::api_error::{is_conflict, is_not_found};
 use sidecar_runtime::time::now;
 use sidecar_runtime::update::set_finalizer;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotStatus};
@@ -17,28 +16,7 @@ use crate::translate::status::refused_status;
 use crate::translate::timing::{group_snapshot_type, operations_done, operations_to_start};
 
 pub use sidecar_runtime::api_error::Retry;
-
-/// Creates `object`, or reads the one a previous run created under the same (derived) name.
-pub async fn create_or_get<K>(api: &Api<K>, object: &K) -> Result<K, kube::Error>
-where
-    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.create(&PostParams::default(), object).await {
-        Err(err) if is_conflict(&err) => api.get(&object.name_any()).await,
-        other => other,
-    }
-}
-
-/// Deletes by name; NotFound counts as done.
-pub async fn delete_by_name<K>(api: &Api<K>, name: &str) -> Result<(), kube::Error>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.delete(name, &DeleteParams::default()).await {
-        Err(err) if is_not_found(&err) => Ok(()),
-        other => other.map(|_| ()),
-    }
-}
+pub use sidecar_runtime::update::{create_or_get, delete_by_name};
 
 impl Shared {
     pub(super) fn groups_api(&self, group: &VolumeGroupSnapshot) -> Api<VolumeGroupSnapshot> {

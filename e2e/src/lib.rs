@@ -4,43 +4,24 @@
 //! (etcd, kube-apiserver, kube-controller-manager on loopback), starts real
 //! plugin and sidecar processes, works in a namespace of its own, waits with
 //! bounded timeouts, and on failure prints the logs of every process it started.
+//!
+//! - [`control_plane`]: the cluster, test namespaces, the audit log, the API proxy, the CRDs tests install;
+//! - [`processes`]: the plugin and sidecar processes a test starts, the identities they run as, what ships;
+//! - [`worlds`]: one sidecar's test setting each (driver, plugin, sidecars, the objects they serve);
+//! - [`node`]: the node-backed cluster, the driver pods on it and upstream's manifests;
+//! - [`charts`]: the Helm charts installed as a user installs them;
+//! - [`kubernetes_suites`]: Kubernetes' own e2e.test suites run against our sidecars;
+//! - [`chaos`]: the fault plans and invariants of `make chaos` (the binary is `src/bin/chaos`);
+//! - [`http`], [`wait`]: small helpers every part uses.
+//!
+//! The benchmark (`make bench`) is the binary `src/bin/csi-bench`, its report included.
 
-pub mod api_proxy;
-pub mod attacher_world;
-pub mod audit;
-pub mod backend;
-pub mod bench;
 pub mod chaos;
-mod cluster;
-pub mod conformance;
-pub mod csimock;
-pub mod driver_world;
-pub mod group_world;
-pub mod helm;
-mod http;
-mod namespace;
+pub mod charts;
+pub mod control_plane;
+pub mod http;
+pub mod kubernetes_suites;
 pub mod node;
-pub mod node_driver;
-pub mod plugin_command;
-mod process;
-pub mod provisioner_world;
-mod rbac;
-mod reference_grant_crd;
-pub mod resizer_world;
-pub mod shipped;
-pub mod sidecar_mode;
-mod snapshot_crds;
-pub mod snapshot_world;
-pub mod upstream_manifests;
-mod wait;
-
-pub use cluster::{Cluster, clean_up, repo_root};
-pub use http::{free_port, http_get, try_http_get};
-pub use namespace::TestNamespace;
-pub use process::{PLUGIN_NODE_ID, Process, Scenario, binary};
-pub use rbac::{Rules, Sidecar, SidecarIdentity, account_kubeconfig, policy_rule};
-pub use reference_grant_crd::install_reference_grant_crd;
-pub use snapshot_crds::install_snapshot_crds;
-pub use wait::{eventually, wait_for};
-
-pub use shipped::SHIPPED_BINARIES;
+pub mod processes;
+pub mod wait;
+pub mod worlds;

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use csi_sidecars_e2e::audit::{Request, request_count_of, requests_of, work_requests};
-use csi_sidecars_e2e::eventually;
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld, TIMEOUT};
-use csi_sidecars_e2e::resizer_world::ResizerWorld;
+use csi_sidecars_e2e::control_plane::audit::{Request, request_count_of, requests_of, work_requests};
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld, TIMEOUT};
+use csi_sidecars_e2e::worlds::resizer::ResizerWorld;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 

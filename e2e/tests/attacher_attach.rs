@@ -2,8 +2,10 @@
 //! attach-detach controller creates them, attached and detached through the hostpath plugin under upstream's RBAC,
 //! the results in the VolumeAttachment's status (upstream's RBAC grants no events).
 
-use csi_sidecars_e2e::attacher_world::{AttacherWorld as World, TIMEOUT};
-use csi_sidecars_e2e::{PLUGIN_NODE_ID, eventually, http_get, wait_for};
+use csi_sidecars_e2e::http::http_get;
+use csi_sidecars_e2e::processes::scenario::PLUGIN_NODE_ID;
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::attacher::{AttacherWorld as World, TIMEOUT};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::Api;

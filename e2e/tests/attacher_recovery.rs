@@ -2,9 +2,9 @@
 //! is attached twice, nothing in use is detached, and ListVolumes' published nodes bring status and driver back
 //! together.
 
-use csi_sidecars_e2e::PLUGIN_NODE_ID;
-use csi_sidecars_e2e::attacher_world::{AttacherWorld as World, TIMEOUT};
-use csi_sidecars_e2e::{eventually, wait_for};
+use csi_sidecars_e2e::processes::scenario::PLUGIN_NODE_ID;
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::attacher::{AttacherWorld as World, TIMEOUT};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use serde_json::json;
 

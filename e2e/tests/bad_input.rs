@@ -5,13 +5,17 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::group_world::{self, Groups, labelled_claim, plugin_snapshots};
-use csi_sidecars_e2e::provisioner_world::{
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::free_port;
+use csi_sidecars_e2e::processes::rbac::Sidecar;
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::group::{self, Groups, labelled_claim, plugin_snapshots};
+use csi_sidecars_e2e::worlds::provisioner::{
     PROVISIONING_FINALIZER, ProvisionerWorld as World, TIMEOUT, claim, has_finalizer,
 };
-use csi_sidecars_e2e::resizer_world::ResizerWorld;
-use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_csi_snapshotter, start_snapshot_controller};
-use csi_sidecars_e2e::{Cluster, Sidecar, eventually, free_port, install_snapshot_crds};
+use csi_sidecars_e2e::worlds::resizer::ResizerWorld;
+use csi_sidecars_e2e::worlds::snapshot::{Snapshots, ready, start_csi_snapshotter, start_snapshot_controller};
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimSpec, TypedLocalObjectReference, VolumeResourceRequirements,
 };
@@ -506,8 +510,8 @@ async fn the_snapshot_sidecars_name_every_bad_group_snapshot_and_serve_the_rest(
     world.bound("db").await;
     // A claim no provisioner serves: it stays Pending.
     labelled_claim(&world, "stuck", "no-such-storage-class", &[("app", "stuck")]).await;
-    let mut controller = group_world::start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
-    let mut snapshotter = group_world::start(&mut world, Sidecar::Snapshotter, "csi-snapshotter").await;
+    let mut controller = group::start(&mut world, Sidecar::SnapshotController, "snapshot-controller").await;
+    let mut snapshotter = group::start(&mut world, Sidecar::Snapshotter, "csi-snapshotter").await;
     let groups = Groups::default_class(&world).await;
 
     // (group, its spec, the event's reason and text)

@@ -7,7 +7,8 @@
 use std::process::Command;
 
 use csi_sidecars_e2e::chaos::invariants::Tally;
-use csi_sidecars_e2e::{Cluster, binary};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::processes::scenario::binary;
 
 #[test]
 fn reduced_chaos_leaks_and_loses_nothing() {

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use csi_sidecars_e2e::repo_root;
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
 use serde_json::Value;
 
 /// Every name passed to a `register(`, `register_with_unit(` or `describe_gauge(`/`describe_counter(` call in the

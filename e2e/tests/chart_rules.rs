@@ -3,9 +3,10 @@
 //! fixture but for the verbs the chart narrows ([`NARROWED`]); with the defaults, it must be that less exactly the
 //! rules upstream ships commented out.
 
-use csi_sidecars_e2e::helm::{Chart, documents, template};
-use csi_sidecars_e2e::shipped::descriptions;
-use csi_sidecars_e2e::{Rules, Sidecar, repo_root};
+use csi_sidecars_e2e::charts::{Chart, documents, template};
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::processes::rbac::{Rules, Sidecar};
+use csi_sidecars_e2e::processes::shipped::descriptions;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::Value;
 

@@ -4,13 +4,16 @@
 
 use std::time::Duration;
 
-use csi_sidecars_e2e::helm::{
+use csi_sidecars_e2e::charts::{
     Chart, Release, container_args, documents, dry_run_apply, enforce_pod_security, lint, on_this_host, template,
 };
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld, TIMEOUT};
-use csi_sidecars_e2e::{
-    Cluster, account_kubeconfig, binary, free_port, install_snapshot_crds, policy_rule, try_http_get, wait_for,
-};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::{free_port, try_http_get};
+use csi_sidecars_e2e::processes::rbac::{account_kubeconfig, policy_rule};
+use csi_sidecars_e2e::processes::scenario::binary;
+use csi_sidecars_e2e::wait::wait_for;
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld, TIMEOUT};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
@@ -302,7 +305,7 @@ async fn every_rendered_object_is_accepted_by_the_api_server() {
     let client = Cluster::shared().client().await;
     install_snapshot_crds(&client).await;
     install_service_monitor_crd(&client).await;
-    let ns = csi_sidecars_e2e::TestNamespace::create(&client, "chart-dry-run").await;
+    let ns = csi_sidecars_e2e::control_plane::namespace::TestNamespace::create(&client, "chart-dry-run").await;
     for chart in Chart::ALL {
         for (label, values) in chart.value_sets() {
             let rendered = template(chart, "dry-run", ns.name(), &values).unwrap();
@@ -454,7 +457,7 @@ async fn the_combined_mode_is_accepted_by_the_api_server() {
     let client = Cluster::shared().client().await;
     install_snapshot_crds(&client).await;
     install_service_monitor_crd(&client).await;
-    let ns = csi_sidecars_e2e::TestNamespace::create(&client, "chart-combined").await;
+    let ns = csi_sidecars_e2e::control_plane::namespace::TestNamespace::create(&client, "chart-combined").await;
     let full = Chart::CsiSidecars.full_values().display().to_string();
     let values = ["-f".to_string(), full, "--set".into(), "mode=combined".into()];
     let rendered = template(Chart::CsiSidecars, "dry-run", ns.name(), &values).unwrap();
@@ -800,7 +803,7 @@ fn dry_run_pod(chart: Chart, namespace: &str, values: &[String]) -> Result<Strin
 #[tokio::test]
 async fn the_api_server_admits_the_controller_pods_where_restricted_is_enforced() {
     let client = Cluster::shared().client().await;
-    let ns = csi_sidecars_e2e::TestNamespace::create(&client, "chart-restricted").await;
+    let ns = csi_sidecars_e2e::control_plane::namespace::TestNamespace::create(&client, "chart-restricted").await;
     enforce_pod_security(&client, ns.name(), "restricted").await;
     for (chart, label, values) in controller_value_sets() {
         dry_run_pod(chart, ns.name(), &values).unwrap_or_else(|e| panic!("{} with {label}: {e}", chart.name()));

@@ -5,11 +5,14 @@
 
 use std::time::Duration;
 
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_snapshot_controller};
-use csi_sidecars_e2e::{
-    Cluster, Process, Rules, Sidecar, SidecarIdentity, binary, free_port, http_get, install_snapshot_crds, wait_for,
-};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::{free_port, http_get};
+use csi_sidecars_e2e::processes::rbac::{Rules, Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Process, binary};
+use csi_sidecars_e2e::wait::wait_for;
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT};
+use csi_sidecars_e2e::worlds::snapshot::{Snapshots, ready, start_snapshot_controller};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;

@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use csi_sidecars_e2e::{Process, Scenario, binary, free_port, try_http_get, wait_for};
+use csi_sidecars_e2e::http::{free_port, try_http_get};
+use csi_sidecars_e2e::processes::scenario::{Process, Scenario, binary};
+use csi_sidecars_e2e::wait::wait_for;
 use node_driver_registrar::health_server::registration_client;
 use node_driver_registrar::proto::{InfoRequest, RegistrationStatus};
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use csi_sidecars_e2e::repo_root;
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
 
 /// GitHub's anchor for a heading's text.
 fn anchor(heading: &str) -> String {

@@ -2,7 +2,8 @@
 //! each, and with the same cargo-auditable version, so that an image built in a user's pipeline carries the same
 //! record of its crates (section `.dep-v0`). No container daemon here: the file is read, not run.
 
-use csi_sidecars_e2e::{SHIPPED_BINARIES, repo_root};
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::processes::shipped::SHIPPED_BINARIES;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("reading {path}: {e}"))

@@ -15,12 +15,16 @@
 
 use std::time::Duration;
 
-use csi_sidecars_e2e::backend::Kind;
-use csi_sidecars_e2e::group_world::{GATE, GATE_OFF, Groups, labelled_claim, sidecar_args, start, start_with};
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::resizer_world::ResizerWorld;
-use csi_sidecars_e2e::snapshot_world::{Snapshots, ready};
-use csi_sidecars_e2e::{Cluster, Process, Sidecar, binary, eventually, install_snapshot_crds};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::processes::rbac::Sidecar;
+use csi_sidecars_e2e::processes::scenario::{Process, binary};
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::backend::Kind;
+use csi_sidecars_e2e::worlds::group::{GATE, GATE_OFF, Groups, labelled_claim, sidecar_args, start, start_with};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT};
+use csi_sidecars_e2e::worlds::resizer::ResizerWorld;
+use csi_sidecars_e2e::worlds::snapshot::{Snapshots, ready};
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;

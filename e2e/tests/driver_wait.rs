@@ -3,7 +3,11 @@
 
 use std::time::Duration;
 
-use csi_sidecars_e2e::{Cluster, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, eventually};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Scenario, binary};
+use csi_sidecars_e2e::wait::eventually;
 
 /// Time to exit once signalled: nothing is in flight yet, so this is only process teardown on a loaded machine.
 const EXIT_BOUND: Duration = Duration::from_secs(10);

@@ -2,8 +2,10 @@
 //! (`kubectl apply --dry-run=server`: schemas, CRD schemas and admission, nothing stored), and every story has
 //! its README.
 
-use csi_sidecars_e2e::helm::{documents, dry_run_apply, examples};
-use csi_sidecars_e2e::{Cluster, TestNamespace, install_snapshot_crds, repo_root};
+use csi_sidecars_e2e::charts::{documents, dry_run_apply, examples};
+use csi_sidecars_e2e::control_plane::cluster::{Cluster, repo_root};
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
 
 #[tokio::test]
 async fn every_example_is_accepted_by_the_api_server() {

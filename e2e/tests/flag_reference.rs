@@ -3,7 +3,9 @@
 
 use std::process::Command;
 
-use csi_sidecars_e2e::{SHIPPED_BINARIES as BINARIES, binary, repo_root};
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::processes::scenario::binary;
+use csi_sidecars_e2e::processes::shipped::SHIPPED_BINARIES as BINARIES;
 
 const END: &str = "<!-- /flag-reference -->";
 

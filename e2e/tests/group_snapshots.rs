@@ -10,11 +10,14 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::group_world::{
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::processes::rbac::Sidecar;
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::group::{
     GATE_OFF, GROUP_BOUND, Groups, IN_GROUP, labelled_claim, member_name, plugin_group_members, start, start_with,
 };
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim, has_finalizer};
-use csi_sidecars_e2e::{Cluster, Sidecar, eventually, install_snapshot_crds};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT, claim, has_finalizer};
 use k8s_openapi::api::core::v1::TypedLocalObjectReference;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};

@@ -9,14 +9,16 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use csi_sidecars_e2e::group_world::{
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::{free_port, http_get};
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Process, Scenario, binary};
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::group::{
     GATE, Groups, labelled_claim, plugin_group_members, plugin_snapshots, sidecar_args, start, start_with,
 };
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::{
-    Cluster, Process, Scenario, Sidecar, SidecarIdentity, binary, eventually, free_port, http_get,
-    install_snapshot_crds, wait_for,
-};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT};
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};

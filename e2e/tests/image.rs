@@ -17,7 +17,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use csi_sidecars_e2e::{SHIPPED_BINARIES as BINARIES, repo_root};
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::processes::shipped::SHIPPED_BINARIES as BINARIES;
 use serde_json::Value;
 
 fn archive() -> PathBuf {

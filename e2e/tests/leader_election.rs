@@ -14,10 +14,12 @@
 
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::{
-    Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, eventually, free_port, try_http_get,
-    wait_for,
-};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::http::{free_port, try_http_get};
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Process, Scenario, binary};
+use csi_sidecars_e2e::wait::{eventually, wait_for};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;

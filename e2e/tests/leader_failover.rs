@@ -13,14 +13,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
-use csi_sidecars_e2e::backend::{CreateCalls, Kind};
 use csi_sidecars_e2e::chaos::calls::parse_calls;
-use csi_sidecars_e2e::group_world::{GATE, GATE_OFF, Groups, labelled_claim, sidecar_args, start, start_with};
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_snapshot_controller};
-use csi_sidecars_e2e::{
-    Cluster, Process, Rules, Sidecar, SidecarIdentity, binary, eventually, free_port, install_snapshot_crds, wait_for,
-};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::free_port;
+use csi_sidecars_e2e::processes::rbac::{Rules, Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Process, binary};
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::backend::{CreateCalls, Kind};
+use csi_sidecars_e2e::worlds::group::{GATE, GATE_OFF, Groups, labelled_claim, sidecar_args, start, start_with};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT};
+use csi_sidecars_e2e::worlds::snapshot::{Snapshots, ready, start_snapshot_controller};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};

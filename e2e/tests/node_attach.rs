@@ -19,11 +19,11 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use csi_sidecars_e2e::node::{
+use csi_sidecars_e2e::node::driver::NodeDriver;
+use csi_sidecars_e2e::node::pods::{
     NODE_NAME, NODE_TIMEOUT, Node, apply, container_status, describe, mounts_under, statefulset,
 };
-use csi_sidecars_e2e::node_driver::NodeDriver;
-use csi_sidecars_e2e::{eventually, wait_for};
+use csi_sidecars_e2e::wait::{eventually, wait_for};
 
 /// The VolumeAttachments of volume `pv`.
 async fn attachments_of(client: &kube::Client, pv: &str) -> Vec<VolumeAttachment> {
@@ -107,7 +107,7 @@ async fn a_statefulsets_volume_is_attached_staged_published_then_unpublished_uns
         container_status(&pod, "hostpath").is_some_and(|s| s.restart_count > before.restart_count && s.ready)
     })
     .await;
-    let events = csi_sidecars_e2e::helm::run(
+    let events = csi_sidecars_e2e::charts::run(
         "kubectl",
         &["get", "events", "-n", driver.ns(), "--field-selector", "reason=Unhealthy", "-o", "name"].map(String::from),
         None,

@@ -18,11 +18,11 @@ use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeSnapshot};
 
-use csi_sidecars_e2e::audit::requests_of;
-use csi_sidecars_e2e::helm::POD_SECURITY_ENFORCE;
-use csi_sidecars_e2e::node::{NODE_NAME, NODE_TIMEOUT, Node, container_status, describe, image, ready};
-use csi_sidecars_e2e::node_driver::{Mode, NodeDriver};
-use csi_sidecars_e2e::wait_for;
+use csi_sidecars_e2e::charts::POD_SECURITY_ENFORCE;
+use csi_sidecars_e2e::control_plane::audit::requests_of;
+use csi_sidecars_e2e::node::driver::{Mode, NodeDriver};
+use csi_sidecars_e2e::node::pods::{NODE_NAME, NODE_TIMEOUT, Node, container_status, describe, image, ready};
+use csi_sidecars_e2e::wait::wait_for;
 
 #[tokio::test]
 #[ignore = "needs the node: make node-e2e"]
@@ -154,7 +154,7 @@ async fn charts_on_the_node(mode: Mode) {
     .await;
 
     let snapshot_class = driver.snapshot_classes();
-    csi_sidecars_e2e::node::apply(
+    csi_sidecars_e2e::node::pods::apply(
         driver.ns(),
         &format!(
             "apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshot\nmetadata: {{name: snap}}\n\
@@ -171,7 +171,7 @@ async fn charts_on_the_node(mode: Mode) {
         driver.claim(member, &class, "Filesystem", "group: g", "");
         driver.bound(member).await;
     }
-    csi_sidecars_e2e::node::apply(
+    csi_sidecars_e2e::node::pods::apply(
         driver.ns(),
         &format!(
             "apiVersion: groupsnapshot.storage.k8s.io/v1\nkind: VolumeGroupSnapshot\nmetadata: {{name: group}}\n\

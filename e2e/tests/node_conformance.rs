@@ -4,9 +4,9 @@
 //! that passed (the focus also matches specs of other test patterns, Pre-provisioned or Inline, which the suite skips
 //! for this driver).
 
-use csi_sidecars_e2e::conformance::{self, QUICK, Selection, State};
-use csi_sidecars_e2e::node_driver::Images;
-use csi_sidecars_e2e::repo_root;
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::kubernetes_suites::conformance::{self, QUICK, Selection, State};
+use csi_sidecars_e2e::node::driver::Images;
 
 #[tokio::test]
 #[ignore = "needs the node: make node-e2e"]

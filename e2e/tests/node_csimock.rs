@@ -4,10 +4,10 @@
 //! as the CSI driver behind hostpath-plugin `--proxy-endpoint`, with our sidecars under the names the mock manifests ask
 //! for (`e2e/node-images.sh e2e`). Every one passes.
 
-use csi_sidecars_e2e::conformance::State;
-use csi_sidecars_e2e::csimock::{self, QUICK};
-use csi_sidecars_e2e::node_driver::Images;
-use csi_sidecars_e2e::repo_root;
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::kubernetes_suites::conformance::State;
+use csi_sidecars_e2e::kubernetes_suites::csimock::{self, QUICK};
+use csi_sidecars_e2e::node::driver::Images;
 
 #[tokio::test]
 #[ignore = "needs the node: make node-e2e"]

@@ -10,9 +10,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
 use kube::Api;
 
-use csi_sidecars_e2e::node::{NODE_TIMEOUT, container_status, describe, logs};
-use csi_sidecars_e2e::node_driver::NodeDriver;
-use csi_sidecars_e2e::{eventually, wait_for};
+use csi_sidecars_e2e::node::driver::NodeDriver;
+use csi_sidecars_e2e::node::pods::{NODE_TIMEOUT, container_status, describe, logs};
+use csi_sidecars_e2e::wait::{eventually, wait_for};
 
 #[tokio::test]
 #[ignore = "needs the node: make node-e2e"]

@@ -13,12 +13,12 @@ use kube::Api;
 use kube::api::DeleteParams;
 use snapshot_api::VolumeSnapshot;
 
-use csi_sidecars_e2e::node::{
+use csi_sidecars_e2e::node::driver::NodeDriver;
+use csi_sidecars_e2e::node::pods::{
     BUSYBOX, NODE_NAME, NODE_TIMEOUT, apply, describe, logs, mounts_under, ready_pod, ready_pods, statefulset,
     succeeded,
 };
-use csi_sidecars_e2e::node_driver::NodeDriver;
-use csi_sidecars_e2e::{eventually, wait_for};
+use csi_sidecars_e2e::wait::{eventually, wait_for};
 
 /// A pod that runs `script` once with claim `claim` mounted at /data (filesystem) or as /dev/xvda (block).
 fn pod(name: &str, claim: &str, block: bool, script: &str) -> String {

@@ -1,12 +1,12 @@
-//! The harness with a driver author's plugin (`E2E_PLUGIN_COMMAND`, crate::plugin_command): here the command names
+//! The harness with a driver author's plugin (`E2E_PLUGIN_COMMAND`, crate::processes::plugin_command): here the command names
 //! the project's hostpath-plugin through every placeholder, as an author's own plugin would be named, so the
 //! route a foreign plugin takes is the one under test.
 //!
 //! One test per file: the environment variable is the whole test binary's.
 
-use csi_sidecars_e2e::binary;
-use csi_sidecars_e2e::plugin_command::PLUGIN_COMMAND_ENV;
-use csi_sidecars_e2e::provisioner_world::ProvisionerWorld as World;
+use csi_sidecars_e2e::processes::plugin_command::PLUGIN_COMMAND_ENV;
+use csi_sidecars_e2e::processes::scenario::binary;
+use csi_sidecars_e2e::worlds::provisioner::ProvisionerWorld as World;
 
 #[tokio::test]
 async fn worlds_start_the_plugin_the_environment_names() {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::provisioner_world::{PLUGIN_NODE, ProvisionerWorld as World, TOPOLOGY_KEY, claim};
+use csi_sidecars_e2e::worlds::provisioner::{PLUGIN_NODE, ProvisionerWorld as World, TOPOLOGY_KEY, claim};
 use k8s_openapi::api::core::v1::{TopologySelectorLabelRequirement, TopologySelectorTerm};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use csi_sidecars_e2e::provisioner_world::{PLUGIN_NODE, ProvisionerWorld as World, TIMEOUT, TOPOLOGY_KEY, claim};
-use csi_sidecars_e2e::{Process, binary, eventually, free_port, http_get, wait_for};
+use csi_sidecars_e2e::http::{free_port, http_get};
+use csi_sidecars_e2e::processes::scenario::{Process, binary};
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::provisioner::{PLUGIN_NODE, ProvisionerWorld as World, TIMEOUT, TOPOLOGY_KEY, claim};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::api::storage::v1::{CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

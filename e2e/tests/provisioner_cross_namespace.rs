@@ -2,13 +2,16 @@
 //! CrossNamespaceVolumeDataSource feature, enabled in the e2e control plane), allowed by a ReferenceGrant: a claim
 //! cloned, and a VolumeSnapshot (taken by snapshot-controller and csi-snapshotter) restored.
 
-use csi_sidecars_e2e::provisioner_world::{
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::control_plane::reference_grant_crd::install_reference_grant_crd;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::free_port;
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{
     ProvisionerWorld as World, TIMEOUT, claim, has_finalizer, plugin_volume_rows,
 };
-use csi_sidecars_e2e::snapshot_world::{Snapshots, ready, start_csi_snapshotter, start_snapshot_controller};
-use csi_sidecars_e2e::{
-    Cluster, TestNamespace, eventually, free_port, install_reference_grant_crd, install_snapshot_crds,
-};
+use csi_sidecars_e2e::worlds::snapshot::{Snapshots, ready, start_csi_snapshotter, start_snapshot_controller};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, TypedObjectReference};
 use kube::Api;
 use kube::api::{DeleteParams, DynamicObject, PostParams};
@@ -116,7 +119,7 @@ async fn provisioner_restores_a_snapshot_of_another_namespace_with_a_reference_g
         volume_snapshot_class_name: Some(snapshot_class),
     };
     source_snapshots.create(&PostParams::default(), &VolumeSnapshot::new("snap", spec)).await.unwrap();
-    let snap = csi_sidecars_e2e::wait_for("snapshot snap ready", TIMEOUT, || async {
+    let snap = csi_sidecars_e2e::wait::wait_for("snapshot snap ready", TIMEOUT, || async {
         source_snapshots.get("snap").await.ok().filter(ready)
     })
     .await;
@@ -163,7 +166,7 @@ async fn provisioner_restores_a_snapshot_of_another_namespace_with_a_reference_g
 }
 
 async fn wait_bound(claims: &Api<PersistentVolumeClaim>, name: &str) -> String {
-    csi_sidecars_e2e::wait_for(&format!("claim {name} bound"), TIMEOUT, || async {
+    csi_sidecars_e2e::wait::wait_for(&format!("claim {name} bound"), TIMEOUT, || async {
         let claim = claims.get(name).await.ok()?;
         (claim.status.as_ref()?.phase.as_deref()? == "Bound")
             .then(|| claim.spec.and_then(|s| s.volume_name).unwrap_or_default())

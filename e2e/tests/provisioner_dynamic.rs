@@ -3,11 +3,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use csi_sidecars_e2e::provisioner_world::{
+use csi_sidecars_e2e::http::{free_port, http_get};
+use csi_sidecars_e2e::processes::scenario::binary;
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{
     PLUGIN_NODE, PROVISIONING_FINALIZER, PV_FINALIZER, ProvisionerWorld as World, TIMEOUT, TOPOLOGY_KEY, claim,
     has_finalizer, plugin_volume_contexts, plugin_volume_rows,
 };
-use csi_sidecars_e2e::{binary, eventually, free_port, http_get};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, TypedLocalObjectReference};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;

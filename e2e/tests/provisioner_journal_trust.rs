@@ -9,9 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::audit::requests_of;
-use csi_sidecars_e2e::provisioner_world::{JOURNAL_ENTRY_PREFIX, ProvisionerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::{Rules, Sidecar, SidecarIdentity, TestNamespace, eventually};
+use csi_sidecars_e2e::control_plane::audit::requests_of;
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::processes::rbac::{Rules, Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{JOURNAL_ENTRY_PREFIX, ProvisionerWorld as World, TIMEOUT};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;

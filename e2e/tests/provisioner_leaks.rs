@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::eventually;
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT};
 use k8s_openapi::api::core::v1::{CSIPersistentVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};

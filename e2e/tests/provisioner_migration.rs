@@ -9,8 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, plugin_volume_rows};
-use csi_sidecars_e2e::{Sidecar, SidecarIdentity, binary, eventually, free_port, http_get, wait_for};
+use csi_sidecars_e2e::http::{free_port, http_get};
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::binary;
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT, plugin_volume_rows};
 use k8s_openapi::api::core::v1::{
     AWSElasticBlockStoreVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim,
     PersistentVolumeClaimSpec, PersistentVolumeSpec, VolumeResourceRequirements,

@@ -9,10 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use csi_sidecars_e2e::provisioner_world::plugin_volume_rows;
-use csi_sidecars_e2e::{
-    Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, eventually, wait_for,
-};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Process, Scenario, binary};
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::provisioner::plugin_volume_rows;
 use k8s_openapi::api::core::v1::VolumeResourceRequirements;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -167,7 +169,7 @@ impl Drop for World {
         // Cluster-scoped leftovers: our classes, and PVs of our claims (a failed test).
         let classes = std::mem::take(&mut self.classes);
         let namespace = self.ns().to_string();
-        csi_sidecars_e2e::clean_up(move |client| async move {
+        csi_sidecars_e2e::control_plane::cluster::clean_up(move |client| async move {
             let class_api: Api<StorageClass> = Api::all(client.clone());
             for class in classes {
                 let _ = class_api.delete(&class, &DeleteParams::default()).await;

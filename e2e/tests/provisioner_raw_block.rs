@@ -1,7 +1,7 @@
 //! csi-provisioner with raw block claims (`volumeMode: Block`) as data sources: a Block volume cloned into a Block
 //! claim, and a Filesystem claim refused a Block source.
 
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, claim, has_finalizer, plugin_volume_rows};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, claim, has_finalizer, plugin_volume_rows};
 use k8s_openapi::api::core::v1::TypedLocalObjectReference;
 
 /// A Block claim is provisioned and cloned: the clone is Bound to a Block PV without fsType, made by the driver from

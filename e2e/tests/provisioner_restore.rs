@@ -6,12 +6,15 @@
 
 use std::time::Duration;
 
-use csi_sidecars_e2e::api_proxy::{ApiFaults, ApiProxy, through_proxy};
-use csi_sidecars_e2e::provisioner_world::{
+use csi_sidecars_e2e::control_plane::api_proxy::{ApiFaults, ApiProxy, through_proxy};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::processes::scenario::binary;
+use csi_sidecars_e2e::processes::sidecar_mode::sidecar_command;
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{
     ProvisionerWorld as World, TIMEOUT, claim, has_finalizer, plugin_volume_rows,
 };
-use csi_sidecars_e2e::sidecar_mode::sidecar_command;
-use csi_sidecars_e2e::{Cluster, binary, eventually, install_snapshot_crds};
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, TypedLocalObjectReference};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};

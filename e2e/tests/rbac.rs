@@ -4,8 +4,9 @@
 //! Every other e2e test runs the sidecars with upstream's full rules (e2e/rbac/*.yaml); these take one verb away
 //! with `Rules::without`.
 
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::{Rules, Sidecar, eventually};
+use csi_sidecars_e2e::processes::rbac::{Rules, Sidecar};
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};

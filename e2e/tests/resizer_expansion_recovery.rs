@@ -2,8 +2,8 @@
 //! the driver can give, the resizer records the failure in `status.allocatedResourceStatuses`, and the user lowers
 //! `spec.resources.requests` to a size the driver can give, which the resizer then expands to.
 
-use csi_sidecars_e2e::resizer_world::{ResizerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::wait_for;
+use csi_sidecars_e2e::wait::wait_for;
+use csi_sidecars_e2e::worlds::resizer::{ResizerWorld as World, TIMEOUT};
 use k8s_openapi::api::core::v1::PersistentVolumeClaimStatus;
 use serde_json::json;
 

@@ -1,12 +1,13 @@
 //! csi-resizer against the real control plane and the hostpath plugin, as real processes, with statically
 //! provisioned volumes: each test creates the backend volume with csictl, a PV naming it and a claim pre-bound to
-//! that PV, then changes the claim and watches the resizer act (the world: csi_sidecars_e2e::resizer_world).
+//! that PV, then changes the claim and watches the resizer act (the world: csi_sidecars_e2e::worlds::resizer).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use csi_sidecars_e2e::resizer_world::{ResizerWorld as World, TIMEOUT};
-use csi_sidecars_e2e::{eventually, free_port, http_get};
+use csi_sidecars_e2e::http::{free_port, http_get};
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::resizer::{ResizerWorld as World, TIMEOUT};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Secret};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;

@@ -10,10 +10,14 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::group_world::{GATE, GATE_OFF, Groups, labelled_claim, start_with};
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim};
-use csi_sidecars_e2e::snapshot_world::{Snapshots, ready};
-use csi_sidecars_e2e::{Cluster, Sidecar, SidecarIdentity, binary, eventually, install_snapshot_crds};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::binary;
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::group::{GATE, GATE_OFF, Groups, labelled_claim, start_with};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT, claim};
+use csi_sidecars_e2e::worlds::snapshot::{Snapshots, ready};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};

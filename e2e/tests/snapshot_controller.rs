@@ -7,9 +7,14 @@
 
 use std::time::Duration;
 
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, has_finalizer};
-use csi_sidecars_e2e::snapshot_world::{Snapshots, bound_to, ready, start_csi_snapshotter, start_snapshot_controller};
-use csi_sidecars_e2e::{Cluster, eventually, free_port, http_get, install_snapshot_crds};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::{free_port, http_get};
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT, has_finalizer};
+use csi_sidecars_e2e::worlds::snapshot::{
+    Snapshots, bound_to, ready, start_csi_snapshotter, start_snapshot_controller,
+};
 use kube::ResourceExt;
 use kube::api::DeleteParams;
 use snapshot_api::DeletionPolicy;
@@ -169,7 +174,7 @@ fn restore_claim(
     snapshot: &str,
     mode: Option<&str>,
 ) -> k8s_openapi::api::core::v1::PersistentVolumeClaim {
-    let mut restored = csi_sidecars_e2e::provisioner_world::claim(name, class, mode, "ReadWriteOnce");
+    let mut restored = csi_sidecars_e2e::worlds::provisioner::claim(name, class, mode, "ReadWriteOnce");
     restored.spec.as_mut().unwrap().data_source = Some(k8s_openapi::api::core::v1::TypedLocalObjectReference {
         api_group: Some("snapshot.storage.k8s.io".into()),
         kind: "VolumeSnapshot".into(),
@@ -226,7 +231,7 @@ async fn snapshots_are_cut_restored_and_deleted_with_csi_snapshotter() {
     let restored = world.bound("fs-restored").await;
     world.bound("blk-restored").await;
     let restored_handle = world.volumes().get(&restored).await.unwrap().spec.unwrap().csi.unwrap().volume_handle;
-    let rows = csi_sidecars_e2e::provisioner_world::plugin_volume_rows(&world.socket);
+    let rows = csi_sidecars_e2e::worlds::provisioner::plugin_volume_rows(&world.socket);
     let row = rows.iter().find(|r| r["volume_id"] == restored_handle.as_str()).expect("the restored volume");
     assert_eq!(row["content_source"]["snapshot_id"], fs_handle.as_str(), "restored from the cut snapshot");
 

@@ -18,10 +18,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::helm::tool;
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, has_finalizer};
-use csi_sidecars_e2e::snapshot_world::{Snapshots, ready};
-use csi_sidecars_e2e::{Cluster, Process, Scenario, Sidecar, SidecarIdentity, binary, install_snapshot_crds, wait_for};
+use csi_sidecars_e2e::charts::tool;
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Process, Scenario, binary};
+use csi_sidecars_e2e::wait::wait_for;
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, has_finalizer};
+use csi_sidecars_e2e::worlds::snapshot::{Snapshots, ready};
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::DeleteParams;

@@ -12,11 +12,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use csi_sidecars_e2e::driver_world::csictl_at;
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, TOPOLOGY_KEY};
-use csi_sidecars_e2e::sidecar_mode::sidecar_command;
-use csi_sidecars_e2e::snapshot_world::{Snapshots, bound_to, ready, start_snapshot_controller_with};
-use csi_sidecars_e2e::{Sidecar, SidecarIdentity, eventually, free_port, install_snapshot_crds};
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::free_port;
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::sidecar_mode::sidecar_command;
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::driver::csictl_at;
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT, TOPOLOGY_KEY};
+use csi_sidecars_e2e::worlds::snapshot::{Snapshots, bound_to, ready, start_snapshot_controller_with};
 use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, ObjectReference,
     PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec, VolumeNodeAffinity,
@@ -117,7 +120,7 @@ fn start_node_snapshotter(
     identity: &SidecarIdentity,
     node: &str,
     socket: &Path,
-) -> csi_sidecars_e2e::Process {
+) -> csi_sidecars_e2e::processes::scenario::Process {
     let args = vec![
         format!("--csi-address={}", socket.display()),
         identity.kubeconfig_flag(),
@@ -139,7 +142,7 @@ fn managed_by(content: &VolumeSnapshotContent) -> Option<&str> {
 /// node-deployed csi-snapshotter takes; deleting the snapshots deletes each storage snapshot on its node.
 #[tokio::test]
 async fn each_node_snapshots_only_the_volumes_it_holds() {
-    install_snapshot_crds(&csi_sidecars_e2e::Cluster::shared().client().await).await;
+    install_snapshot_crds(&csi_sidecars_e2e::control_plane::cluster::Cluster::shared().client().await).await;
     let mut world = World::new("snap-node", &[]).await;
     let node_a = node(&mut world, "a").await;
     let node_b = node(&mut world, "b").await;

@@ -11,9 +11,13 @@
 
 use std::time::Duration;
 
-use csi_sidecars_e2e::driver_world::DriverWorld;
-use csi_sidecars_e2e::sidecar_mode::sidecar_command;
-use csi_sidecars_e2e::{Cluster, Process, Sidecar, eventually, install_snapshot_crds, wait_for};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::processes::rbac::Sidecar;
+use csi_sidecars_e2e::processes::scenario::Process;
+use csi_sidecars_e2e::processes::sidecar_mode::sidecar_command;
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::driver::DriverWorld;
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -236,7 +240,7 @@ impl Drop for World {
     fn drop(&mut self) {
         let classes = std::mem::take(&mut self.classes);
         let contents = std::mem::take(&mut self.contents);
-        csi_sidecars_e2e::clean_up(move |client| async move {
+        csi_sidecars_e2e::control_plane::cluster::clean_up(move |client| async move {
             let class_api: Api<VolumeSnapshotClass> = Api::all(client.clone());
             for class in classes {
                 let _ = class_api.delete(&class, &DeleteParams::default()).await;

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use csi_sidecars_e2e::{Cluster, TestNamespace, eventually, wait_for};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::wait::{eventually, wait_for};
 use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, Event, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeSpec, VolumeResourceRequirements,

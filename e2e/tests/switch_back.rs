@@ -4,8 +4,10 @@
 //! stopped, so that none is left undeletable; and they find the volumes of the claims the in-flight journal lists, then
 //! delete the journal's Lease.
 
-use csi_sidecars_e2e::eventually;
-use csi_sidecars_e2e::provisioner_world::{PROVISIONING_FINALIZER, ProvisionerWorld as World, TIMEOUT, has_finalizer};
+use csi_sidecars_e2e::wait::eventually;
+use csi_sidecars_e2e::worlds::provisioner::{
+    PROVISIONING_FINALIZER, ProvisionerWorld as World, TIMEOUT, has_finalizer,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Api;

@@ -10,7 +10,8 @@
 
 use std::process::Command;
 
-use csi_sidecars_e2e::{binary, repo_root};
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::processes::scenario::binary;
 
 struct Flag {
     name: String,

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use csi_sidecars_e2e::{Cluster, TestNamespace, eventually};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::wait::eventually;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

@@ -4,9 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim, plugin_volume_contexts};
-use csi_sidecars_e2e::sidecar_mode::sidecar_command;
-use csi_sidecars_e2e::{Process, Sidecar, SidecarIdentity, eventually, wait_for};
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::Process;
+use csi_sidecars_e2e::processes::sidecar_mode::sidecar_command;
+use csi_sidecars_e2e::wait::{eventually, wait_for};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT, claim, plugin_volume_contexts};
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, ResourceQuota, ResourceQuotaSpec, ScopeSelector, ScopedResourceSelectorRequirement,
 };
@@ -45,7 +47,7 @@ impl AttributeClasses {
 impl Drop for AttributeClasses {
     fn drop(&mut self) {
         let names = std::mem::take(&mut self.names);
-        csi_sidecars_e2e::clean_up(move |client| async move {
+        csi_sidecars_e2e::control_plane::cluster::clean_up(move |client| async move {
             let api: Api<VolumeAttributesClass> = Api::all(client);
             for name in names {
                 let _ = api.delete(&name, &DeleteParams::default()).await;

@@ -5,10 +5,14 @@
 
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::group_world::plugin_snapshots;
-use csi_sidecars_e2e::provisioner_world::ProvisionerWorld as World;
-use csi_sidecars_e2e::snapshot_world::{Snapshots, bound_to, ready, start_csi_snapshotter, start_snapshot_controller};
-use csi_sidecars_e2e::{Cluster, free_port, install_snapshot_crds};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::free_port;
+use csi_sidecars_e2e::worlds::group::plugin_snapshots;
+use csi_sidecars_e2e::worlds::provisioner::ProvisionerWorld as World;
+use csi_sidecars_e2e::worlds::snapshot::{
+    Snapshots, bound_to, ready, start_csi_snapshotter, start_snapshot_controller,
+};
 use k8s_openapi::api::core::v1::PersistentVolume;
 use snapshot_api::DeletionPolicy;
 
@@ -121,7 +125,7 @@ async fn a_snapshot_never_ready_stays_not_ready_until_the_driver_says_so() {
         Faults::new(r#"{"CreateSnapshot": {"answer": "never_ready"}, "ListSnapshots": {"answer": "never_ready"}}"#);
     with_snapshot_world("wrong-never-ready", &faults, async |snaps, class| {
         snaps.snapshot_of_claim("snap", "data", Some(class)).await;
-        csi_sidecars_e2e::eventually("the content names the snapshot", Duration::from_secs(60), || async {
+        csi_sidecars_e2e::wait::eventually("the content names the snapshot", Duration::from_secs(60), || async {
             content_handle(snaps, "snap").await.is_some_and(|h| !h.is_empty())
         })
         .await;

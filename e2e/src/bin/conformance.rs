@@ -1,4 +1,4 @@
-//! `make conformance`: Kubernetes' storage e2e tests against our sidecars, then against upstream's (e2e/src/conformance.rs).
+//! `make conformance`: Kubernetes' storage e2e tests against our sidecars, then against upstream's (e2e/src/kubernetes_suites/conformance.rs).
 //!
 //!   conformance [--side=ours|upstream|both] [--quick] [--procs=N]
 //!
@@ -9,10 +9,10 @@
 
 use std::time::Instant;
 
-use csi_sidecars_e2e::conformance::{self, Report, Selection, State};
-use csi_sidecars_e2e::node::Node;
-use csi_sidecars_e2e::node_driver::Images;
-use csi_sidecars_e2e::repo_root;
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::kubernetes_suites::conformance::{self, Report, Selection, State};
+use csi_sidecars_e2e::node::driver::Images;
+use csi_sidecars_e2e::node::pods::Node;
 
 #[tokio::main]
 async fn main() {

@@ -1,4 +1,4 @@
-//! `make csimock`: Kubernetes' CSI mock tests with our sidecars, then with upstream's (e2e/src/csimock.rs).
+//! `make csimock`: Kubernetes' CSI mock tests with our sidecars, then with upstream's (e2e/src/kubernetes_suites/csimock.rs).
 //!
 //!   csimock [--side=ours|upstream|both] [--quick] [--procs=N]
 //!
@@ -9,11 +9,11 @@
 
 use std::time::Instant;
 
-use csi_sidecars_e2e::conformance::{self, Report, State};
-use csi_sidecars_e2e::csimock;
-use csi_sidecars_e2e::node::Node;
-use csi_sidecars_e2e::node_driver::Images;
-use csi_sidecars_e2e::repo_root;
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::kubernetes_suites::conformance::{self, Report, State};
+use csi_sidecars_e2e::kubernetes_suites::csimock;
+use csi_sidecars_e2e::node::driver::Images;
+use csi_sidecars_e2e::node::pods::Node;
 
 #[tokio::main]
 async fn main() {

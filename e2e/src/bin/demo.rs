@@ -15,9 +15,15 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::helm::{Chart, container_args, on_this_host, run};
-use csi_sidecars_e2e::{Cluster, Process, Scenario, account_kubeconfig, binary, free_port, install_snapshot_crds};
-use csi_sidecars_e2e::{policy_rule, repo_root, try_http_get};
+use csi_sidecars_e2e::charts::{Chart, container_args, on_this_host, run};
+use csi_sidecars_e2e::control_plane::cluster::Cluster;
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::http::free_port;
+use csi_sidecars_e2e::http::try_http_get;
+use csi_sidecars_e2e::processes::rbac::account_kubeconfig;
+use csi_sidecars_e2e::processes::rbac::policy_rule;
+use csi_sidecars_e2e::processes::scenario::{Process, Scenario, binary};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::Api;

@@ -55,7 +55,7 @@ pub struct Sizes {
     /// `CHAOS_RESTART_ETCD` [1]: restart etcd once, in the change phase (0 for a shared cluster).
     pub restart_etcd: bool,
     /// `CHAOS_API_FAULT_SHARE` [0.1]: share of the sidecars' API requests (watches aside) the API proxy answers
-    /// itself with 429, 500, 503 or a reset (e2e/src/api_proxy.rs); 0 for none, watches not cut either.
+    /// itself with 429, 500, 503 or a reset (e2e/src/control_plane/api_proxy.rs); 0 for none, watches not cut either.
     pub api_fault_share: f64,
     /// `CHAOS_HANG_SECONDS` [8]: how long a hanging call sleeps; the sidecars run with `--timeout=5s`.
     pub hang_for: Duration,

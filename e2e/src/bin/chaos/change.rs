@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::Sidecar;
 use csi_sidecars_e2e::chaos::fault_plan::{CHANGE_METHODS, FaultMix};
 use csi_sidecars_e2e::chaos::invariants::{Change, quantity_bytes};
 use csi_sidecars_e2e::chaos::sizes::{Phase, Sizes, kill_times, picked};
+use csi_sidecars_e2e::processes::rbac::Sidecar;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;

@@ -9,11 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::Sidecar;
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, GROUP_METHODS};
 use csi_sidecars_e2e::chaos::group_plan::{GroupPlan, plan_groups};
 use csi_sidecars_e2e::chaos::invariants::unsettled;
 use csi_sidecars_e2e::chaos::sizes::{Phase, Sizes, picked};
+use csi_sidecars_e2e::processes::rbac::Sidecar;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};

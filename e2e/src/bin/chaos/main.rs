@@ -24,7 +24,7 @@
 
 mod change;
 mod group;
-mod invariants;
+mod observe;
 mod provision;
 mod snapshot;
 mod world;
@@ -32,17 +32,17 @@ mod world;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use csi_sidecars_e2e::api_proxy::ApiFaults;
 use csi_sidecars_e2e::chaos::fault_plan::FaultMix;
 use csi_sidecars_e2e::chaos::invariants::{Findings, Injected};
 use csi_sidecars_e2e::chaos::sizes::{Phase, Sizes};
+use csi_sidecars_e2e::control_plane::api_proxy::ApiFaults;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
 use kube::Api;
 use kube::api::DeleteParams;
 
 use crate::change::AttributeClasses;
 use crate::group::Grouping;
-use crate::invariants::{Expected, quiesce};
+use crate::observe::{Expected, quiesce};
 use crate::snapshot::Snapshotting;
 use crate::world::World;
 

@@ -11,9 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::Sidecar;
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, PROVISION_METHODS};
 use csi_sidecars_e2e::chaos::sizes::{Phase, Sizes, kill_times, picked};
+use csi_sidecars_e2e::processes::rbac::Sidecar;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

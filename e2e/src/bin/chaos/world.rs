@@ -7,11 +7,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use csi_sidecars_e2e::api_proxy::{ApiFaults, ApiProxy, through_proxy};
 use csi_sidecars_e2e::chaos::calls::{Call, parse_calls};
 use csi_sidecars_e2e::chaos::fault_plan::{FaultMix, fault_config, injected_faults};
 use csi_sidecars_e2e::chaos::sizes::{Component, Phase, Sizes, control_plane_restarts, kill_times};
-use csi_sidecars_e2e::{Cluster, Process, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, binary, repo_root};
+use csi_sidecars_e2e::control_plane::api_proxy::{ApiFaults, ApiProxy, through_proxy};
+use csi_sidecars_e2e::control_plane::cluster::{Cluster, repo_root};
+use csi_sidecars_e2e::control_plane::namespace::TestNamespace;
+use csi_sidecars_e2e::processes::rbac::{Rules, Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Process, Scenario, binary};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 

@@ -15,10 +15,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::report::Run;
 use anyhow::Context;
-use csi_sidecars_e2e::attacher_world::AttacherWorld;
-use csi_sidecars_e2e::bench::Run;
-use csi_sidecars_e2e::{PLUGIN_NODE_ID, Process};
+use csi_sidecars_e2e::processes::scenario::{PLUGIN_NODE_ID, Process};
+use csi_sidecars_e2e::worlds::attacher::AttacherWorld;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::api::storage::v1::VolumeAttachment;

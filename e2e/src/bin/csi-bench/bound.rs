@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use csi_client::proto::{self, volume_capability};
 use csi_client::{CsiClient, Endpoint, OperationMetrics, connect};
-use csi_sidecars_e2e::resizer_world::ResizerWorld;
+use csi_sidecars_e2e::worlds::resizer::ResizerWorld;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
@@ -244,7 +244,7 @@ struct PausedBinder {
 
 impl PausedBinder {
     fn pause() -> anyhow::Result<PausedBinder> {
-        let kubeconfig = csi_sidecars_e2e::Cluster::shared().kubeconfig();
+        let kubeconfig = csi_sidecars_e2e::control_plane::cluster::Cluster::shared().kubeconfig();
         let file = kubeconfig.with_file_name("pids").join("kube-controller-manager.pid");
         let pid = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
         let binder = PausedBinder { pid: pid.trim().to_string() };

@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+use crate::report::Run;
 use anyhow::Context;
-use csi_sidecars_e2e::Process;
-use csi_sidecars_e2e::bench::Run;
-use csi_sidecars_e2e::provisioner_world::claim;
+use csi_sidecars_e2e::processes::scenario::Process;
+use csi_sidecars_e2e::worlds::provisioner::claim;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;

@@ -7,9 +7,9 @@
 
 use std::time::Instant;
 
+use crate::report::Run;
 use anyhow::Context;
-use csi_sidecars_e2e::bench::Run;
-use csi_sidecars_e2e::resizer_world::ResizerWorld;
+use csi_sidecars_e2e::worlds::resizer::ResizerWorld;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;

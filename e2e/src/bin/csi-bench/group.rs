@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use crate::report::Run;
 use anyhow::Context;
-use csi_sidecars_e2e::bench::Run;
-use csi_sidecars_e2e::group_world::GATE;
-use csi_sidecars_e2e::resizer_world::ResizerWorld;
+use csi_sidecars_e2e::worlds::group::GATE;
+use csi_sidecars_e2e::worlds::resizer::ResizerWorld;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -38,7 +38,7 @@ pub struct Shape {
 async fn group_world(
     prefix: &str,
     shape: Shape,
-) -> anyhow::Result<(csi_sidecars_e2e::resizer_world::ResizerWorld, String)> {
+) -> anyhow::Result<(csi_sidecars_e2e::worlds::resizer::ResizerWorld, String)> {
     let set = ClaimSet {
         count: shape.groups * shape.members,
         backend: true,

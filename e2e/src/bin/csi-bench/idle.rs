@@ -9,10 +9,12 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::bench::{ProcSample, Run};
-use csi_sidecars_e2e::driver_world::DriverWorld;
-use csi_sidecars_e2e::resizer_world::ResizerWorld;
-use csi_sidecars_e2e::{Process, Rules, Sidecar, SidecarIdentity, binary, install_snapshot_crds};
+use crate::report::{ProcSample, Run};
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::processes::rbac::{Rules, Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::scenario::{Process, binary};
+use csi_sidecars_e2e::worlds::driver::DriverWorld;
+use csi_sidecars_e2e::worlds::resizer::ResizerWorld;
 
 use crate::progress;
 use crate::sidecar::{Kind, Limits, Side, Start, args, combined_ready};

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::bench::Run;
+use crate::report::Run;
 use futures::StreamExt;
 use tokio::sync::Mutex;
 

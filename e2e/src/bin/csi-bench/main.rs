@@ -14,6 +14,7 @@ mod measure;
 mod modify;
 mod provision;
 mod quiet;
+mod report;
 mod scale;
 mod sidecar;
 mod snapshot;
@@ -26,10 +27,10 @@ use std::pin::Pin;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use crate::report::results::BARE;
+use crate::report::{Results, Run, Summary, chart, proc_sample, table};
 use anyhow::Context;
-use csi_sidecars_e2e::bench::results::BARE;
-use csi_sidecars_e2e::bench::{Results, Run, Summary, chart, proc_sample, table};
-use csi_sidecars_e2e::{Cluster, repo_root};
+use csi_sidecars_e2e::control_plane::cluster::{Cluster, repo_root};
 
 use crate::cached::Setup;
 use crate::sidecar::{Kind, Limits, Side};

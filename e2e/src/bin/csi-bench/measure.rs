@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
+use crate::report::{ProcSample, Run};
 use anyhow::Context;
-use csi_sidecars_e2e::Process;
-use csi_sidecars_e2e::audit::{requests_of, work_requests};
-use csi_sidecars_e2e::bench::{ProcSample, Run};
+use csi_sidecars_e2e::control_plane::audit::{requests_of, work_requests};
+use csi_sidecars_e2e::processes::scenario::Process;
 
 use crate::sidecar;
 

@@ -4,10 +4,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
+use crate::report::{ProcSample, Run};
 use anyhow::Context;
-use csi_sidecars_e2e::audit::{requests_of, work_requests};
-use csi_sidecars_e2e::bench::{ProcSample, Run};
-use csi_sidecars_e2e::provisioner_world::{ProvisionerWorld, claim, plugin_volumes};
+use csi_sidecars_e2e::control_plane::audit::{requests_of, work_requests};
+use csi_sidecars_e2e::worlds::provisioner::{ProvisionerWorld, claim, plugin_volumes};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec,

@@ -3,13 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use csi_sidecars_e2e::bench::ProcSample;
+use crate::report::ProcSample;
 
 use crate::progress;
 
 /// The control plane's processes (from the cluster's pid files): name and pid.
 pub fn control_plane() -> Vec<(&'static str, u32)> {
-    let kubeconfig = csi_sidecars_e2e::Cluster::shared().kubeconfig();
+    let kubeconfig = csi_sidecars_e2e::control_plane::cluster::Cluster::shared().kubeconfig();
     let pids = kubeconfig.with_file_name("pids");
     ["kube-apiserver", "etcd", "kube-controller-manager"]
         .into_iter()

@@ -15,10 +15,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::report::Run;
 use anyhow::Context;
-use csi_sidecars_e2e::bench::Run;
-use csi_sidecars_e2e::driver_world::DriverWorld;
-use csi_sidecars_e2e::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::processes::rbac::{Sidecar, SidecarIdentity};
+use csi_sidecars_e2e::worlds::driver::DriverWorld;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::Api;

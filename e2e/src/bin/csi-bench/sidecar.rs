@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use csi_sidecars_e2e::audit::request_count_of;
-use csi_sidecars_e2e::driver_world::DriverWorld;
-use csi_sidecars_e2e::{Process, Scenario, SidecarIdentity, binary, repo_root};
+use csi_sidecars_e2e::control_plane::audit::request_count_of;
+use csi_sidecars_e2e::control_plane::cluster::repo_root;
+use csi_sidecars_e2e::processes::rbac::SidecarIdentity;
+use csi_sidecars_e2e::processes::scenario::{Process, Scenario, binary};
+use csi_sidecars_e2e::worlds::driver::DriverWorld;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -60,8 +62,8 @@ impl Kind {
     }
 
     /// The ServiceAccount (and upstream RBAC) it runs as.
-    pub fn account(self) -> csi_sidecars_e2e::Sidecar {
-        use csi_sidecars_e2e::Sidecar;
+    pub fn account(self) -> csi_sidecars_e2e::processes::rbac::Sidecar {
+        use csi_sidecars_e2e::processes::rbac::Sidecar;
         match self {
             Kind::Provisioner => Sidecar::Provisioner,
             Kind::Resizer => Sidecar::Resizer,

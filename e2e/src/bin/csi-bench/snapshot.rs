@@ -6,11 +6,13 @@
 
 use std::time::Instant;
 
+use crate::report::Run;
 use anyhow::Context;
-use csi_sidecars_e2e::bench::Run;
-use csi_sidecars_e2e::driver_world::DriverWorld;
-use csi_sidecars_e2e::resizer_world::ResizerWorld;
-use csi_sidecars_e2e::{Process, SidecarIdentity, install_snapshot_crds};
+use csi_sidecars_e2e::control_plane::snapshot_crds::install_snapshot_crds;
+use csi_sidecars_e2e::processes::rbac::SidecarIdentity;
+use csi_sidecars_e2e::processes::scenario::Process;
+use csi_sidecars_e2e::worlds::driver::DriverWorld;
+use csi_sidecars_e2e::worlds::resizer::ResizerWorld;
 use futures::StreamExt;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};

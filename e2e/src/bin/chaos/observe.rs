@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use csi_sidecars_e2e::binary;
 use csi_sidecars_e2e::chaos::invariants::{
     Change, ClaimView, Findings, Observation, SnapshotView, VolumeView, quantity_bytes,
 };
-use csi_sidecars_e2e::provisioner_world::JOURNAL_ENTRY_PREFIX;
+use csi_sidecars_e2e::processes::scenario::binary;
+use csi_sidecars_e2e::worlds::provisioner::JOURNAL_ENTRY_PREFIX;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};

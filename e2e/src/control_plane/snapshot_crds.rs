@@ -7,7 +7,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
-use crate::wait_for;
+use crate::wait::wait_for;
 
 /// Applies the snapshot and group snapshot CRDs (idempotent; tests may race to do it) and waits until they are
 /// served.

@@ -5,7 +5,7 @@
 //! Every test runs its own plugin under a driver name of its own (`<namespace>.csi.e2e`): resizers watch the whole
 //! cluster, and a unique driver name keeps each test's claims to its own pair of processes. StorageClasses,
 //! VolumeAttributesClasses and PVs are cluster-scoped, so they are named after the namespace and removed when the
-//! world is dropped. The resizers run as the world's ServiceAccount with upstream's RBAC rules (crate::rbac), never
+//! world is dropped. The resizers run as the world's ServiceAccount with upstream's RBAC rules (crate::processes::rbac), never
 //! as admin.
 
 use std::collections::BTreeMap;
@@ -21,9 +21,11 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::driver_world::DriverWorld;
-use crate::sidecar_mode::sidecar_command;
-use crate::{Process, Sidecar, eventually, wait_for};
+use crate::processes::rbac::Sidecar;
+use crate::processes::scenario::Process;
+use crate::processes::sidecar_mode::sidecar_command;
+use crate::wait::{eventually, wait_for};
+use crate::worlds::driver::DriverWorld;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -246,7 +248,7 @@ impl Drop for ResizerWorld {
         let volumes = std::mem::take(&mut self.volumes);
         let attribute_classes = std::mem::take(&mut self.attribute_classes);
         let class = self.ns().to_string();
-        crate::clean_up(move |client| async move {
+        crate::control_plane::cluster::clean_up(move |client| async move {
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
             for name in &volumes {
                 let _ = pvs.delete(name, &DeleteParams::default()).await;

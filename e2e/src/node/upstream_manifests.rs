@@ -2,7 +2,7 @@
 //! csi-hostpath-plugin.yaml), with only the images swapped for ours: what a driver author who changes one `image:`
 //! line per sidecar runs.
 
-use crate::node::image;
+use crate::node::pods::image;
 
 /// Upstream's csi-hostpath-plugin.yaml and its CSIDriver, trimmed to
 /// the sidecars we ship a drop-in for, each image swapped for ours: one StatefulSet pod running hostpath-plugin as

@@ -6,7 +6,7 @@
 //!
 //! PVs, VolumeAttachments and CSINodes are cluster-scoped, so they are named after the namespace and removed (their
 //! finalizers first) when the world is dropped. The attachers run as the world's ServiceAccount with upstream's RBAC
-//! rules (crate::rbac), never as admin.
+//! rules (crate::processes::rbac), never as admin.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,9 +24,12 @@ use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::driver_world::DriverWorld;
-use crate::sidecar_mode::sidecar_command;
-use crate::{PLUGIN_NODE_ID, Process, Sidecar, eventually, free_port, wait_for};
+use crate::http::free_port;
+use crate::processes::rbac::Sidecar;
+use crate::processes::scenario::{PLUGIN_NODE_ID, Process};
+use crate::processes::sidecar_mode::sidecar_command;
+use crate::wait::{eventually, wait_for};
+use crate::worlds::driver::DriverWorld;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -293,7 +296,7 @@ impl Drop for AttacherWorld {
             std::mem::take(&mut self.volumes),
             std::mem::take(&mut self.csi_nodes),
         );
-        crate::clean_up(move |client| async move {
+        crate::control_plane::cluster::clean_up(move |client| async move {
             let unfinalized = json!({"metadata": {"finalizers": null}});
             let params = PatchParams::default();
             let vas: Api<VolumeAttachment> = Api::all(client.clone());

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use serde::Deserialize;
 
-use crate::Cluster;
+use crate::control_plane::cluster::Cluster;
 
 /// One answered request.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

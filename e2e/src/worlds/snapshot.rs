@@ -15,9 +15,11 @@ use snapshot_api::{
     VolumeSnapshotContentSpec, VolumeSnapshotSource, VolumeSnapshotSpec,
 };
 
-use crate::provisioner_world::{ProvisionerWorld as World, TIMEOUT};
-use crate::sidecar_mode::sidecar_command;
-use crate::{Process, Sidecar, SidecarIdentity, binary, eventually, wait_for};
+use crate::processes::rbac::{Sidecar, SidecarIdentity};
+use crate::processes::scenario::{Process, binary};
+use crate::processes::sidecar_mode::sidecar_command;
+use crate::wait::{eventually, wait_for};
+use crate::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT};
 
 const DEFAULT_CLASS: &str = "snapshot.storage.kubernetes.io/is-default-class";
 
@@ -174,7 +176,7 @@ impl Drop for Snapshots<'_> {
     fn drop(&mut self) {
         let classes = std::mem::take(&mut self.classes);
         let namespace = self.world.ns().to_string();
-        crate::clean_up(move |client| async move {
+        crate::control_plane::cluster::clean_up(move |client| async move {
             for class in classes {
                 let _ = Api::<VolumeSnapshotClass>::all(client.clone()).delete(&class, &DeleteParams::default()).await;
             }

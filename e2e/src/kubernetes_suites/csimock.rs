@@ -14,11 +14,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::conformance::{Progress, Report, Selection, State, run_ginkgo};
-use crate::helm::{Chart, Release};
-use crate::node::apply;
-use crate::node_driver::Images;
-use crate::{Cluster, TestNamespace};
+use crate::charts::{Chart, Release};
+use crate::control_plane::cluster::Cluster;
+use crate::control_plane::namespace::TestNamespace;
+use crate::kubernetes_suites::conformance::{Progress, Report, Selection, State, run_ginkgo};
+use crate::node::driver::Images;
+use crate::node::pods::apply;
 
 /// The specs in which e2e.test is the mock driver (it passes hooks to it): the source file of `test/e2e/storage/csimock`
 /// and the spec's text after `[sig-storage] `. 25 in e2e.test v1.36.3.

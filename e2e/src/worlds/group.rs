@@ -9,9 +9,11 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotClass, VolumeGroupSnapshotContent, VolumeSnapshot};
 
-use crate::provisioner_world::{ProvisionerWorld as World, TIMEOUT, claim};
-use crate::sidecar_mode::sidecar_command;
-use crate::{Process, Rules, Sidecar, SidecarIdentity, wait_for};
+use crate::processes::rbac::{Rules, Sidecar, SidecarIdentity};
+use crate::processes::scenario::Process;
+use crate::processes::sidecar_mode::sidecar_command;
+use crate::wait::wait_for;
+use crate::worlds::provisioner::{ProvisionerWorld as World, TIMEOUT, claim};
 
 pub const IN_GROUP: &str = "snapshot.storage.kubernetes.io/volumesnapshot-in-group-protection";
 pub const GROUP_BOUND: &str = "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-bound-protection";
@@ -150,7 +152,7 @@ impl Groups<'_> {
     /// Waits until the group snapshot is gone.
     pub async fn gone(&self, name: &str) {
         let api = self.groups();
-        crate::eventually(&format!("group snapshot {name} is gone"), TIMEOUT, || async {
+        crate::wait::eventually(&format!("group snapshot {name} is gone"), TIMEOUT, || async {
             matches!(api.get_opt(name).await, Ok(None))
         })
         .await;
@@ -160,7 +162,7 @@ impl Groups<'_> {
 impl Drop for Groups<'_> {
     fn drop(&mut self) {
         let class = self.class.clone();
-        crate::clean_up(move |client| async move {
+        crate::control_plane::cluster::clean_up(move |client| async move {
             let _ = Api::<VolumeGroupSnapshotClass>::all(client).delete(&class, &DeleteParams::default()).await;
         });
     }

@@ -25,7 +25,8 @@ use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use serde::Deserialize;
 
-use crate::{Cluster, repo_root, wait_for};
+use crate::control_plane::cluster::{Cluster, repo_root};
+use crate::wait::wait_for;
 
 /// How long a sidecar's token lives: longer than any test.
 const TOKEN_LIFETIME_SECONDS: i64 = 3600;
@@ -63,7 +64,8 @@ impl Sidecar {
             Sidecar::Elector => Sidecar::Resizer.account(),
             sidecar => sidecar.account(),
         };
-        let description = crate::shipped::description(binary).unwrap_or_else(|| panic!("{binary} is not described"));
+        let description =
+            crate::processes::shipped::description(binary).unwrap_or_else(|| panic!("{binary} is not described"));
         description.rbac.unwrap_or_else(|| panic!("{binary} has no RBAC file"))
     }
 }
@@ -244,7 +246,7 @@ impl Drop for SidecarIdentity {
     fn drop(&mut self) {
         // The ServiceAccount, Role and RoleBinding go with the namespace; the cluster-scoped pair must be removed.
         let name = self.cluster_binding.clone();
-        crate::clean_up(move |client| async move {
+        crate::control_plane::cluster::clean_up(move |client| async move {
             let _ = Api::<ClusterRoleBinding>::all(client.clone()).delete(&name, &DeleteParams::default()).await;
             let _ = Api::<ClusterRole>::all(client).delete(&name, &DeleteParams::default()).await;
         });

@@ -98,7 +98,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::bench::{Run, Summary};
+    use crate::report::{Run, Summary};
 
     fn results() -> Results {
         let mut results = Results::default();

@@ -36,7 +36,7 @@ impl Drop for TestNamespace {
         // Drop cannot await, and the test's runtime may be shutting down:
         // delete from a thread with a runtime of its own.
         let name = self.name.clone();
-        crate::clean_up(move |client| async move {
+        crate::control_plane::cluster::clean_up(move |client| async move {
             let namespaces: Api<Namespace> = Api::all(client);
             let _ = namespaces.delete(&name, &DeleteParams::background()).await;
         });

@@ -16,8 +16,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
 
-use crate::helm::run;
-use crate::{Cluster, repo_root, wait_for};
+use crate::charts::run;
+use crate::control_plane::cluster::{Cluster, repo_root};
+use crate::wait::wait_for;
 
 /// The node's name (`CLUSTER_NODE_NAME`'s default).
 pub const NODE_NAME: &str = "e2e-node";

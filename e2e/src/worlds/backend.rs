@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
-use crate::driver_world::DriverWorld;
+use crate::worlds::driver::DriverWorld;
 
 /// The kinds of object the plugin counts, as `state.json` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! the whole cluster, and a unique driver name keeps each test's claims, classes and volumes to its own pair of
 //! processes. StorageClasses, Nodes and CSINodes are cluster-scoped, so they are named after the namespace and
 //! removed when the world is dropped. The provisioners run as the world's ServiceAccount with upstream's RBAC rules
-//! (crate::rbac), never as admin.
+//! (crate::processes::rbac), never as admin.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,9 +21,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 
-use crate::driver_world::DriverWorld;
-use crate::sidecar_mode::sidecar_command;
-use crate::{Process, Rules, Sidecar, SidecarIdentity, binary, eventually, wait_for};
+use crate::processes::rbac::{Rules, Sidecar, SidecarIdentity};
+use crate::processes::scenario::{Process, binary};
+use crate::processes::sidecar_mode::sidecar_command;
+use crate::wait::{eventually, wait_for};
+use crate::worlds::driver::DriverWorld;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 pub const PROVISIONING_FINALIZER: &str = "provisioner.storage.kubernetes.io/provisioning-protection";
@@ -32,7 +34,7 @@ pub const JOURNAL_ENTRY_PREFIX: &str = "provisioner.storage.kubernetes.io/in-fli
 pub const PV_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
 /// The hostpath plugin's topology key, and the node id the harness gives every plugin.
 pub const TOPOLOGY_KEY: &str = "topology.hostpath.csi/node";
-pub const PLUGIN_NODE: &str = crate::PLUGIN_NODE_ID;
+pub const PLUGIN_NODE: &str = crate::processes::scenario::PLUGIN_NODE_ID;
 
 /// One test's world: namespace, plugin, and API handles.
 pub struct ProvisionerWorld {
@@ -270,7 +272,7 @@ impl Drop for ProvisionerWorld {
         let classes = std::mem::take(&mut self.classes);
         let nodes = std::mem::take(&mut self.nodes);
         let namespace = self.ns().to_string();
-        crate::clean_up(move |client| async move {
+        crate::control_plane::cluster::clean_up(move |client| async move {
             let class_api: Api<StorageClass> = Api::all(client.clone());
             for class in classes {
                 let _ = class_api.delete(&class, &DeleteParams::default()).await;

@@ -5,8 +5,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::plugin_command::{Placeholders, PluginCommand, PluginRequest};
-use crate::repo_root;
+use crate::control_plane::cluster::repo_root;
+use crate::processes::plugin_command::{Placeholders, PluginCommand, PluginRequest};
 
 /// Path of a workspace binary built by `cargo build --bins` (as `make e2e` does).
 pub fn binary(name: &str) -> PathBuf {
@@ -82,7 +82,7 @@ impl Scenario {
     }
 
     /// Starts the plugin `E2E_PLUGIN_COMMAND` names, or the hostpath-plugin with the test's flags when it is unset
-    /// (crate::plugin_command). Returns the process, the socket path and the world's driver name. Panics with
+    /// (crate::processes::plugin_command). Returns the process, the socket path and the world's driver name. Panics with
     /// "not applicable to E2E_PLUGIN_COMMAND: …" when the test needs the hostpath-plugin itself.
     pub fn plugin(&mut self, name: &str, request: &PluginRequest) -> (Process, PathBuf, String) {
         let command = PluginCommand::from_env().unwrap_or_else(|e| panic!("{e}"));

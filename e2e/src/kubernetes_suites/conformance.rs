@@ -12,9 +12,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::helm::tool;
-use crate::node_driver::{Images, NodeDriver};
-use crate::{Cluster, repo_root};
+use crate::charts::tool;
+use crate::control_plane::cluster::{Cluster, repo_root};
+use crate::node::driver::{Images, NodeDriver};
 
 /// Specs left out of every run, each with the reason (e2e/README.md lists them too).
 pub const SKIPS: &[(&str, &str)] = &[

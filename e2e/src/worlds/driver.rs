@@ -1,14 +1,17 @@
 //! What every sidecar world starts with: a namespace, a plugin (the hostpath-plugin, or the one `E2E_PLUGIN_COMMAND`
-//! names: crate::plugin_command) under a driver name of its own, and the
-//! ServiceAccount the world's sidecars run as (crate::rbac).
+//! names: crate::processes::plugin_command) under a driver name of its own, and the
+//! ServiceAccount the world's sidecars run as (crate::processes::rbac).
 //!
 //! Sidecars watch the whole cluster; a driver name per test (`<namespace>.csi.e2e` unless the test needs a name
 //! that means something) keeps each test's objects to its own processes.
 
 use std::path::{Path, PathBuf};
 
-use crate::plugin_command::PluginRequest;
-use crate::{Cluster, Process, Scenario, Sidecar, SidecarIdentity, TestNamespace};
+use crate::control_plane::cluster::Cluster;
+use crate::control_plane::namespace::TestNamespace;
+use crate::processes::plugin_command::PluginRequest;
+use crate::processes::rbac::{Sidecar, SidecarIdentity};
+use crate::processes::scenario::{Process, Scenario};
 
 /// The parts of a world that do not depend on the sidecar.
 pub struct DriverWorld {
@@ -49,7 +52,7 @@ impl DriverWorld {
 /// csictl against the plugin at `socket`, its JSON answer (`null` for a call that prints nothing).
 pub fn csictl_at(socket: &Path, args: &[&str]) -> serde_json::Value {
     let endpoint = format!("unix://{}", socket.display());
-    let output = std::process::Command::new(crate::binary("csictl"))
+    let output = std::process::Command::new(crate::processes::scenario::binary("csictl"))
         .args(["--endpoint", &endpoint, "-o", "json"])
         .args(args)
         .output()

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::process::binary;
-use crate::shipped::combined_name;
+use crate::processes::scenario::binary;
+use crate::processes::shipped::combined_name;
 
 /// Whether `E2E_SIDECAR_MODE=combined` is set.
 pub fn combined() -> bool {

@@ -8,7 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
-use crate::wait_for;
+use crate::wait::wait_for;
 
 /// Applies the CRD (idempotent) and waits until it is served.
 pub async fn install_reference_grant_crd(client: &kube::Client) {

@@ -8,7 +8,7 @@
 //!   hostPath): hostpath-plugin keeps its books in memory per process, so two processes cannot share one (these
 //!   tests mount no volume; [`NodeDriver::install_upstream`] runs both halves in one process for those that do).
 //! - [`NodeDriver::install_upstream`]: by upstream's csi-driver-host-path manifests with the images swapped
-//!   ([`crate::upstream_manifests`]): one pod, the driver as root.
+//!   ([`crate::node::upstream_manifests`]): one pod, the driver as root.
 //!
 //! Each test gets its own namespace, releases and driver name (`<namespace>.csi.k8s.io`). Dropping the driver
 //! releases its storage while it still runs, then uninstalls the releases and removes its classes.
@@ -24,10 +24,14 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use snapshot_api::{VolumeGroupSnapshot, VolumeGroupSnapshotContent, VolumeSnapshot, VolumeSnapshotContent};
 
-use crate::helm::{Chart, Release, enforce_pod_security};
-use crate::node::{CHART_USER, NODE_TIMEOUT, Node, apply, ready_pods};
-use crate::upstream_manifests::hostpath_manifests;
-use crate::{Cluster, Rules, Scenario, Sidecar, SidecarIdentity, TestNamespace, wait_for};
+use crate::charts::{Chart, Release, enforce_pod_security};
+use crate::control_plane::cluster::Cluster;
+use crate::control_plane::namespace::TestNamespace;
+use crate::node::pods::{CHART_USER, NODE_TIMEOUT, Node, apply, ready_pods};
+use crate::node::upstream_manifests::hostpath_manifests;
+use crate::processes::rbac::{Rules, Sidecar, SidecarIdentity};
+use crate::processes::scenario::Scenario;
+use crate::wait::wait_for;
 
 /// The chart's controller pods.
 const CONTROLLER_PODS: &str = "app.kubernetes.io/component=controller,app.kubernetes.io/name=csi-sidecars";
@@ -369,7 +373,9 @@ impl Drop for NodeDriver {
         // unpublish them), then snapshots and volumes (finalizers only its sidecars and the snapshot-controller
         // remove); then the releases, then the classes.
         let (namespace, driver) = (self.ns().to_string(), self.driver.clone());
-        crate::clean_up(move |client| async move { release_workloads_and_storage(&client, &namespace, &driver).await });
+        crate::control_plane::cluster::clean_up(move |client| async move {
+            release_workloads_and_storage(&client, &namespace, &driver).await
+        });
         self.sidecars.take();
         self.node_release.take();
         self.controller.take();
@@ -377,7 +383,7 @@ impl Drop for NodeDriver {
         // The CSIDriver, the charts' or the manifests', is named after the driver (helm removes its own already).
         self.classes.push(("csidriver", self.driver.clone()));
         for (kind, name) in std::mem::take(&mut self.classes) {
-            let _ = crate::helm::run("kubectl", &["delete", kind, &name, "--wait=false"].map(String::from), None);
+            let _ = crate::charts::run("kubectl", &["delete", kind, &name, "--wait=false"].map(String::from), None);
         }
     }
 }
@@ -386,7 +392,7 @@ impl Drop for NodeDriver {
 fn print_pods(namespace: &str) {
     let kubectl = |args: &[&str]| {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        crate::helm::run("kubectl", &args, None).unwrap_or_else(|e| e)
+        crate::charts::run("kubectl", &args, None).unwrap_or_else(|e| e)
     };
     eprintln!("---- pods of {namespace}:\n{}", kubectl(&["get", "pods", "-o", "wide", "-n", namespace]));
     eprintln!("---- events of {namespace}:\n{}", kubectl(&["get", "events", "-n", namespace]));

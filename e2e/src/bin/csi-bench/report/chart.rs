@@ -133,7 +133,7 @@ fn draw(out: &mut String, group: &Group, top: f64, unit: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{Run, Summary};
+    use crate::report::{Run, Summary};
 
     #[test]
     fn one_group_per_scenario_and_setting_with_its_ceiling() {

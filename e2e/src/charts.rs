@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::{Cluster, repo_root};
+use crate::control_plane::cluster::{Cluster, repo_root};
 
 /// The repository's charts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

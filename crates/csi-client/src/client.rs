@@ -191,6 +191,12 @@ impl CsiClient {
         proto::ControllerModifyVolumeRequest => proto::ControllerModifyVolumeResponse);
     rpc!(list_volumes, ControllerClient, "Controller", "ListVolumes", list_volumes,
         proto::ListVolumesRequest => proto::ListVolumesResponse);
+    rpc!(controller_list_volume_health, ControllerClient, "Controller", "ControllerListVolumeHealth",
+        controller_list_volume_health,
+        proto::ControllerListVolumeHealthRequest => proto::ControllerListVolumeHealthResponse);
+    rpc!(controller_get_volume_health, ControllerClient, "Controller", "ControllerGetVolumeHealth",
+        controller_get_volume_health,
+        proto::ControllerGetVolumeHealthRequest => proto::ControllerGetVolumeHealthResponse);
     rpc!(get_capacity, ControllerClient, "Controller", "GetCapacity", get_capacity,
         proto::GetCapacityRequest => proto::GetCapacityResponse);
     rpc!(validate_volume_capabilities, ControllerClient, "Controller", "ValidateVolumeCapabilities",

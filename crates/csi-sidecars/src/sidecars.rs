@@ -10,6 +10,7 @@ pub const SIDECARS: &[Registration] = &[
     register::<snapshot_binaries::snapshotter::Snapshotter>(),
     register::<snapshot_binaries::group_snapshotter::GroupSnapshotter>(),
     register::<attacher::start::Attacher>(),
+    register::<health_monitor::start::HealthMonitor>(),
     register::<livenessprobe::start::LivenessProbe>(),
     register::<node_driver_registrar::start::Registrar>(),
 ];

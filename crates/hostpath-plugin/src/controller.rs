@@ -19,7 +19,7 @@ use csi_client::proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::plugin::{Plugin, Shared};
+use crate::plugin::{Plugin, Shared, VolumeHealth};
 use crate::{health, publish, snapshots, volumes};
 
 #[tonic::async_trait]
@@ -144,8 +144,9 @@ impl Controller for Plugin {
     }
 }
 
-/// The advertised controller capabilities. GET_VOLUME, GET_SNAPSHOT and the two volume health capabilities are
-/// served but not advertised (their RPCs are still alpha); MODIFY_VOLUME only while some mutable parameter is accepted.
+/// The advertised controller capabilities. GET_VOLUME and GET_SNAPSHOT are served but not advertised (their RPCs are
+/// still alpha), and so are the two volume health capabilities unless `--volume-health` names them; MODIFY_VOLUME only
+/// while some mutable parameter is accepted.
 fn capabilities(
     shared: &Shared,
     _: ControllerGetCapabilitiesRequest,
@@ -164,6 +165,11 @@ fn capabilities(
     }
     if shared.config.mutable_parameters.enabled() {
         kinds.push(rpc::Type::ModifyVolume);
+    }
+    match shared.config.volume_health {
+        VolumeHealth::None => {}
+        VolumeHealth::Get => kinds.push(rpc::Type::GetVolumeHealth),
+        VolumeHealth::List => kinds.extend([rpc::Type::GetVolumeHealth, rpc::Type::ListVolumeHealth]),
     }
     if shared.config.attach_required {
         kinds.extend([rpc::Type::PublishUnpublishVolume, rpc::Type::ListVolumesPublishedNodes]);

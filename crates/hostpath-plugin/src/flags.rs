@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::mutable::{DEFAULT_ACCEPTED, MutableParameterPolicy};
-use crate::plugin::Config;
+use crate::plugin::{Config, VolumeHealth};
 use csi_client::quantity::parse_bytes;
 
 #[derive(Debug, Clone, Parser)]
@@ -57,6 +57,12 @@ pub struct Flags {
     /// whose CSIDriver says attachRequired: true (the calls check the volume and record nothing).
     #[arg(long)]
     pub attach_required: bool,
+
+    /// Advertise the volume health calls: `get` GET_VOLUME_HEALTH (ControllerGetVolumeHealth), `list` LIST_VOLUME_HEALTH
+    /// too (ControllerListVolumeHealth), as a driver a health monitor asks per volume or by listing. `none`: served
+    /// but not advertised.
+    #[arg(long, value_enum, default_value = "none")]
+    pub volume_health: VolumeHealth,
 
     /// Mount for real on the node: bind mounts for filesystem volumes, loop devices for block volumes, statvfs numbers
     /// for NodeGetVolumeStats. Needs root (CAP_SYS_ADMIN) and /dev. Without it the node service only keeps books.
@@ -112,6 +118,7 @@ impl Flags {
             mutable_parameters: MutableParameterPolicy::from_flag(&self.accepted_mutable_parameters),
             fault_config: self.fault_config.clone(),
             attach_required: self.attach_required,
+            volume_health: self.volume_health,
             node_mounts: self.node_mounts,
             single_node_multi_writer: !self.no_single_node_multi_writer,
             block: !self.no_block,
@@ -226,6 +233,7 @@ mod tests {
             "--no-block",
             "-node-mounts",
             "-maxvolumespernode=5",
+            "--volume-health=list",
             "-v=4",
         ]);
         let flags = Flags::try_parse_from(args).unwrap();
@@ -241,6 +249,7 @@ mod tests {
         assert!(!config.block);
         assert!(config.node_mounts);
         assert_eq!(config.max_volumes_per_node, 5);
+        assert_eq!(config.volume_health, VolumeHealth::List);
         assert_eq!(flags.log_level(), tracing::Level::DEBUG);
     }
 
@@ -253,6 +262,7 @@ mod tests {
         assert!(flags.config().single_node_multi_writer);
         assert!(flags.config().block);
         assert!(!flags.config().node_mounts, "bookkeeping unless asked");
+        assert_eq!(flags.config().volume_health, VolumeHealth::None, "health calls served, not advertised");
         assert_eq!(flags.log_level(), tracing::Level::INFO);
         let disabled = Flags::try_parse_from(["p", "--node-id=n", "--state-dir=/s", "--accepted-mutable-parameters="]);
         assert!(!disabled.unwrap().config().mutable_parameters.enabled());

@@ -1,6 +1,6 @@
 //! Volume and storage health (CSI v1.13, alpha): ControllerGetVolumeHealth, ControllerListVolumeHealth,
-//! NodeGetVolumeHealth and NodeGetStorageHealth. Served but not advertised, as GET_VOLUME and GET_SNAPSHOT are (a CO
-//! asks only what a plugin advertises; tests call them directly).
+//! NodeGetVolumeHealth and NodeGetStorageHealth. Served; the controller's two are advertised with `--volume-health`
+//! (a CO asks only what a plugin advertises; other tests call them directly).
 //!
 //! Only adverse conditions are reported: a volume whose data has gone from the state directory is INACCESSIBLE
 //! (what ControllerGetVolume reported as an abnormal VolumeCondition before v1.13 removed it), and a state directory

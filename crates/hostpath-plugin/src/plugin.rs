@@ -30,6 +30,8 @@ pub struct Config {
     pub fault_config: Option<PathBuf>,
     /// `--attach-required`: ControllerPublishVolume and ControllerUnpublishVolume are served and advertised.
     pub attach_required: bool,
+    /// `--volume-health`: which controller health capabilities are advertised.
+    pub volume_health: VolumeHealth,
     /// `--node-mounts`: the node service mounts (bind mounts, loop devices) instead of only keeping books.
     pub node_mounts: bool,
     /// SINGLE_NODE_MULTI_WRITER is advertised (controller and node) and the two single-node modes it brings are
@@ -42,6 +44,17 @@ pub struct Config {
     pub shared_state: bool,
     /// `--max-volumes-per-node`: NodeGetInfo's limit (0: none).
     pub max_volumes_per_node: i64,
+}
+
+/// Which controller volume health capabilities are advertised (the calls are served either way).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum VolumeHealth {
+    #[default]
+    None,
+    /// GET_VOLUME_HEALTH.
+    Get,
+    /// LIST_VOLUME_HEALTH and GET_VOLUME_HEALTH (CSI asks for both).
+    List,
 }
 
 impl Config {

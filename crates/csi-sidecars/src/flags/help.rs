@@ -26,7 +26,8 @@ pub fn command() -> Command {
         .args_override_self(true)
         .arg(Arg::new("sidecars").long("sidecars").value_name("NAMES").display_order(0).help(
             "The sidecars to run, comma-separated: provisioner, resizer, snapshotter, group-snapshotter, \
-                     attacher, livenessprobe (controller or node pod), registrar (node pod)",
+                     attacher, health-monitor (controller pod), livenessprobe (controller or node pod), registrar \
+                     (node pod)",
         ))
         .arg(
             Arg::new("leader_election_shared")

@@ -12,6 +12,7 @@ use csi_client::proto::volume_capability::access_mode::Mode;
 use csi_client::proto::volume_capability::{AccessMode, AccessType, BlockVolume, MountVolume};
 use csi_client::proto::{CapacityRange, CreateVolumeRequest, VolumeCapability};
 use hostpath_plugin::mutable::{DEFAULT_ACCEPTED, MutableParameterPolicy};
+use hostpath_plugin::plugin::VolumeHealth;
 use hostpath_plugin::{Config, Plugin, server};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -45,6 +46,7 @@ impl TestPlugin {
             mutable_parameters: MutableParameterPolicy::from_flag(DEFAULT_ACCEPTED),
             fault_config: Some(dir.path().join("faults.json")),
             attach_required: false,
+            volume_health: VolumeHealth::None,
             node_mounts: false,
             single_node_multi_writer: true,
             block: true,

@@ -3,8 +3,8 @@
 # distroless images: a deployment that sets no runAsUser reaches a root driver's socket as before the swap).
 #
 #   docker build --target csi-provisioner -t REGISTRY/csi-provisioner:TAG .
-#   (targets: csi-provisioner csi-resizer csi-snapshotter csi-group-snapshotter csi-attacher livenessprobe
-#    csi-node-driver-registrar snapshot-controller csi-sidecars)
+#   (targets: csi-provisioner csi-resizer csi-snapshotter csi-group-snapshotter csi-attacher
+#    csi-external-health-monitor-controller livenessprobe csi-node-driver-registrar snapshot-controller csi-sidecars)
 #
 # buildah, kaniko and `docker buildx` read this file as it is. linux/amd64 only (the static gnu target).
 
@@ -19,14 +19,14 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     RUSTFLAGS="-C target-feature=+crt-static" cargo auditable build --release --locked \
       --target x86_64-unknown-linux-gnu -p provisioner -p resizer -p snapshot-binaries -p attacher \
-      -p node-driver-registrar -p livenessprobe -p csi-sidecars \
+      -p health-monitor -p node-driver-registrar -p livenessprobe -p csi-sidecars \
       --bin csi-provisioner --bin csi-resizer --bin csi-snapshotter --bin csi-group-snapshotter \
-      --bin csi-attacher --bin livenessprobe --bin csi-node-driver-registrar --bin snapshot-controller \
+      --bin csi-attacher --bin csi-external-health-monitor-controller --bin livenessprobe --bin csi-node-driver-registrar --bin snapshot-controller \
       --bin csi-sidecars \
  && mkdir /out \
  && cd target/x86_64-unknown-linux-gnu/release \
- && cp csi-provisioner csi-resizer csi-snapshotter csi-group-snapshotter csi-attacher livenessprobe \
-       csi-node-driver-registrar snapshot-controller csi-sidecars /out/
+ && cp csi-provisioner csi-resizer csi-snapshotter csi-group-snapshotter csi-attacher \
+       csi-external-health-monitor-controller livenessprobe csi-node-driver-registrar snapshot-controller csi-sidecars /out/
 
 FROM scratch AS csi-provisioner
 COPY --from=build --chmod=0755 /out/csi-provisioner /csi-provisioner
@@ -52,6 +52,11 @@ FROM scratch AS csi-attacher
 COPY --from=build --chmod=0755 /out/csi-attacher /csi-attacher
 USER 0:0
 ENTRYPOINT ["/csi-attacher"]
+
+FROM scratch AS csi-external-health-monitor-controller
+COPY --from=build --chmod=0755 /out/csi-external-health-monitor-controller /csi-external-health-monitor-controller
+USER 0:0
+ENTRYPOINT ["/csi-external-health-monitor-controller"]
 
 FROM scratch AS livenessprobe
 COPY --from=build --chmod=0755 /out/livenessprobe /livenessprobe

@@ -12,8 +12,8 @@
 #                                 upstream.local/sig-storage/<name>:<tag> (make csimock)
 #
 # Our images: the dev-profile binaries of target/debug (csi-provisioner, csi-resizer, csi-snapshotter,
-# snapshot-controller, csi-group-snapshotter, csi-sidecars, csi-attacher, csi-node-driver-registrar, livenessprobe,
-# hostpath-plugin), each as the release image has it (the binary at /<name> as entrypoint, root
+# snapshot-controller, csi-group-snapshotter, csi-sidecars, csi-attacher, csi-external-health-monitor-controller,
+# csi-node-driver-registrar, livenessprobe, hostpath-plugin), each as the release image has it (the binary at /<name> as entrypoint, root
 # as the user), debug sections stripped, with a first layer holding the C libraries the binary links (the same
 # layer, so stored once). Built this way because `make image`'s static release build costs about 14 minutes cold,
 # and a static debug build would compile every dependency a second time for its own target directory; these cost
@@ -29,7 +29,7 @@ BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/debug"
 OUT_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/node-images"
 # Ours, in the order they are imported.
 OURS=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-group-snapshotter csi-sidecars
-	csi-attacher csi-node-driver-registrar livenessprobe hostpath-plugin)
+	csi-attacher csi-external-health-monitor-controller csi-node-driver-registrar livenessprobe hostpath-plugin)
 BUSYBOX_IMAGE=e2e.local/busybox:1
 # Upstream's sidecars (`upstream`), built by e2e/tools.sh.
 UPSTREAM=(csi-provisioner csi-resizer csi-snapshotter snapshot-controller csi-attacher)

@@ -23,9 +23,9 @@ TARGET_TRIPLE=x86_64-unknown-linux-gnu
 # The binaries of the image, each with its package: every sidecar's description's binary, in the order of
 # csi-sidecars' list (crates/csi-sidecars/src/sidecars.rs), then snapshot-controller and csi-sidecars (e2e/tests/
 # dockerfile.rs checks it).
-BINARIES=(csi-provisioner csi-resizer csi-snapshotter csi-group-snapshotter csi-attacher livenessprobe
-	csi-node-driver-registrar snapshot-controller csi-sidecars)
-PACKAGES=(provisioner resizer snapshot-binaries attacher node-driver-registrar livenessprobe csi-sidecars)
+BINARIES=(csi-provisioner csi-resizer csi-snapshotter csi-group-snapshotter csi-attacher csi-external-health-monitor-controller
+	livenessprobe csi-node-driver-registrar snapshot-controller csi-sidecars)
+PACKAGES=(provisioner resizer snapshot-binaries attacher health-monitor node-driver-registrar livenessprobe csi-sidecars)
 BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/$TARGET_TRIPLE/release"
 OUT_DIR="$ROOT/target/image"
 ARCHIVE="$OUT_DIR/csi-sidecars.oci.tar"

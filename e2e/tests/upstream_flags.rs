@@ -98,6 +98,11 @@ fn csi_attacher_accepts_every_flag_of_upstreams() {
     check("csi-attacher", "csi-attacher", &[]);
 }
 
+#[test]
+fn csi_external_health_monitor_controller_accepts_every_flag_of_upstreams() {
+    check("csi-external-health-monitor-controller", "csi-external-health-monitor-controller", &[]);
+}
+
 /// A gate no sidecar knows is refused, `--version` or not, as upstream's flag parsing refuses it; a gate of the
 /// Kubernetes libraries every upstream sidecar lists is accepted.
 #[test]
@@ -115,4 +120,5 @@ fn csi_sidecars_accepts_every_flag_of_the_sidecars_it_runs() {
     check("csi-resizer", "csi-sidecars", &["--sidecars=resizer"]);
     check("csi-snapshotter", "csi-sidecars", &["--sidecars=snapshotter"]);
     check("csi-attacher", "csi-sidecars", &["--sidecars=attacher"]);
+    check("csi-external-health-monitor-controller", "csi-sidecars", &["--sidecars=health-monitor"]);
 }

@@ -33,6 +33,7 @@ provisioner: csi-provisioner
 resizer: csi-resizer
 snapshotter: csi-snapshotter
 attacher: csi-attacher
+health-monitor: csi-external-health-monitor-controller
 {{- end -}}
 
 {{/* The image of one binary: dict "root" $ "binary" <name>. */}}

@@ -172,3 +172,32 @@ upstream's attacher writes its errors into the VolumeAttachment's status. */}}
   resources: ["leases"]
   verbs: ["get", "watch", "list", "delete", "update", "create"]
 {{- end -}}
+
+
+{{/* kubernetes-csi/external-health-monitor deploy/kubernetes/external-health-monitor-controller/rbac.yaml:
+ClusterRole external-health-monitor-controller-runner. Ours reads no Nodes or Pods (no node watcher); upstream's rules
+are kept. No persistentvolumeclaims/status: claims' status.healthStatus is not written, events only. */}}
+{{- define "csi-sidecars.rules.health-monitor.cluster" -}}
+- apiGroups: [""]
+  resources: ["persistentvolumes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+{{- end -}}
+
+{{/* external-health-monitor: Role external-health-monitor-controller-cfg (leader election) */}}
+{{- define "csi-sidecars.rules.health-monitor.namespaced" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "watch", "list", "delete", "update", "create"]
+{{- end -}}

@@ -158,7 +158,7 @@ fn refusals_name_the_flag() {
             &["--sidecars=registrar,livenessprobe", "--kubeconfig=/k"],
             CommandLineError::NotSelected {
                 flag: "--kubeconfig=/k".into(),
-                owners: "provisioner, resizer, snapshotter, group-snapshotter, attacher".into(),
+                owners: "provisioner, resizer, snapshotter, group-snapshotter, attacher, health-monitor".into(),
             },
         ),
         (
@@ -209,7 +209,9 @@ fn help_lists_every_flag_once_with_its_sidecars_and_defaults() {
     let help = command().render_long_help().to_string();
     assert_eq!(help.matches("--timeout <TIMEOUT>").count(), 1, "{help}");
     assert!(
-        help.contains("[default: provisioner 10s, resizer 10s, snapshotter 1m, attacher 15s, registrar 1s]"),
+        help.contains(
+            "[default: provisioner 10s, resizer 10s, snapshotter 1m, attacher 15s, health-monitor 15s, registrar 1s]"
+        ),
         "{help}"
     );
     assert!(help.contains("[livenessprobe, registrar]"), "--health-port is theirs: {help}");

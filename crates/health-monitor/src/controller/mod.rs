@@ -53,7 +53,7 @@ pub(crate) struct Shared {
     options: Options,
     stores: Stores,
     volumes: WorkQueue<String>,
-    /// Per claim UID, the conditions last reported on it (empty: healthy).
+    /// Per claim UID, the conditions last reported on it (empty: healthy); at start, those the claims carry.
     reported: Mutex<HashMap<String, Vec<Condition>>>,
     /// Whether `status.healthStatus` is written.
     status_writes: Mutex<StatusWrites>,
@@ -86,6 +86,7 @@ impl Controller {
     /// Watches, waits for complete caches, then checks until `stop` fires; returns once running checks finished.
     pub async fn run(self, stop: CancellationToken) {
         let shared = self.shared;
+        shared.remember_carried().await;
         let watches = stores::watches(&shared, self.feeds);
         match shared.options.mode {
             Mode::List => Loop::new(shared.clone(), watches).task(list::run).serve(&stop).await,

@@ -2,14 +2,14 @@
 //! this workspace's k8s-openapi) while the API server keeps it, and the memory of what was reported.
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::Value;
 use sidecar_runtime::api_error::{api_error_text, is_forbidden};
 
 use super::Shared;
 use crate::translate::filter::{Monitored, claim_uid};
 use crate::translate::health::{Condition, report};
-use crate::translate::patch::HealthStatusPatch;
+use crate::translate::patch::{HealthStatusPatch, carried_conditions};
 
 impl Shared {
     /// Reports `now` on the claim of `monitored`, as [`report`] decides from what was reported before.
@@ -67,6 +67,50 @@ impl Shared {
         let url = format!("/api/v1/namespaces/{namespace}/persistentvolumeclaims");
         let request = kube::core::Request::new(url)
             .patch_subresource("status", name, &PatchParams::default(), &Patch::Merge(&body))
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request::<Value>(request).await
+    }
+
+    /// Remembers the conditions every claim carries in `status.healthStatus` (one paged list of claims, as JSON:
+    /// the watch caches' claims have no such field), so that a claim an earlier leader reported abnormal is cleared
+    /// and gets its recovery event once healthy. A server without the field leaves nothing to remember.
+    pub(super) async fn remember_carried(&self) {
+        let mut continue_token: Option<String> = None;
+        let mut remembered = 0usize;
+        loop {
+            let mut params = ListParams::default().limit(500);
+            if let Some(token) = continue_token.take() {
+                params = params.continue_token(&token);
+            }
+            let page = match self.list_claims(&params).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(error = %api_error_text(&error), "failed to list claims' status.healthStatus");
+                    return;
+                }
+            };
+            let items = page.get("items").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            let mut reported = self.reported.lock().unwrap_or_else(|p| p.into_inner());
+            for claim in items {
+                let uid = claim.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+                if let Some(conditions) = carried_conditions(claim).filter(|c| !c.is_empty() && !uid.is_empty()) {
+                    reported.entry(uid.to_string()).or_insert(conditions);
+                    remembered += 1;
+                }
+            }
+            drop(reported);
+            continue_token =
+                page.pointer("/metadata/continue").and_then(Value::as_str).filter(|t| !t.is_empty()).map(String::from);
+            if continue_token.is_none() {
+                break;
+            }
+        }
+        tracing::debug!(claims = remembered, "claims carrying health conditions");
+    }
+
+    async fn list_claims(&self, params: &ListParams) -> Result<Value, kube::Error> {
+        let request = kube::core::Request::new("/api/v1/persistentvolumeclaims")
+            .list(params)
             .map_err(kube::Error::BuildRequest)?;
         self.client.request::<Value>(request).await
     }

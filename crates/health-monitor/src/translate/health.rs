@@ -5,7 +5,8 @@
 //! - Abnormal (any adverse condition): a Warning `VolumeConditionAbnormal` with the driver's message, at every check.
 //! - Healthy again after an abnormal report: one Normal `VolumeConditionNormal`. Upstream sends it while its
 //!   abnormal event has not expired, found in a cluster-wide Event cache; this monitor remembers what it reported per
-//!   claim instead (no Event watch), so a claim reported abnormal by an earlier leader gets no recovery event.
+//!   claim instead (no Event watch), starting from the conditions the claims carry in `status.healthStatus`, so a
+//!   claim an earlier leader reported abnormal gets its recovery event only where that field is kept.
 //! - `status.healthStatus`, where the API server keeps it: written when the set of conditions changes.
 
 use csi_client::proto::{VolumeHealth, VolumeHealthErrorType};

@@ -67,6 +67,23 @@ fn merge(target: &mut Value, patch: &Value) {
     }
 }
 
+/// The conditions a claim (as JSON) carries in `status.healthStatus`, as an earlier monitor wrote them; `None`
+/// without the field. Statuses this monitor does not know are left out.
+pub fn carried_conditions(claim: &Value) -> Option<Vec<Condition>> {
+    let health = claim.pointer("/status/healthStatus").filter(|h| !h.is_null())?;
+    let listed = health.get("healthConditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let known = |status: &str| ["Degraded", "Inaccessible", "DataLoss"].into_iter().find(|s| *s == status);
+    let text = |c: &Value, key: &str| c.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let conditions = listed
+        .iter()
+        .filter_map(|c| {
+            let status = known(c.get("status").and_then(Value::as_str)?)?;
+            Some(Condition { status, reason: text(c, "reason"), message: text(c, "message") })
+        })
+        .collect();
+    Some(conditions)
+}
+
 /// Whether status writes are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusWrites {
@@ -149,6 +166,21 @@ mod tests {
         assert_eq!(claim["status"]["healthStatus"]["healthConditions"][0]["reason"], "VolumeDataMissing");
         patch(vec![]).apply(&mut claim);
         assert_eq!(claim, json!({"metadata": {"name": "c"}, "status": {"phase": "Bound"}}));
+    }
+
+    #[test]
+    fn conditions_a_claim_carries() {
+        let mut claim = json!({"metadata": {"uid": "u1"}, "status": {"phase": "Bound"}});
+        assert_eq!(carried_conditions(&claim), None, "no field: nothing known");
+        patch(vec![gone()]).apply(&mut claim);
+        assert_eq!(carried_conditions(&claim), Some(vec![gone()]), "what a patch wrote is read back");
+        let odd = json!({"status": {"healthStatus": {"healthConditions": [
+            {"status": "Exploded", "reason": "X"}, {"status": "Degraded", "reason": "Slow"}
+        ]}}});
+        let slow = Condition { status: "Degraded", reason: "Slow".into(), message: String::new() };
+        assert_eq!(carried_conditions(&odd), Some(vec![slow]), "unknown statuses left out");
+        let empty = json!({"status": {"healthStatus": {"lastTransitionTime": "2026-12-03T07:00:00Z"}}});
+        assert_eq!(carried_conditions(&empty), Some(vec![]), "the field without conditions: healthy");
     }
 
     #[test]

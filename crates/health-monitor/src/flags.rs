@@ -23,7 +23,8 @@ pub struct Args {
     #[arg(long, default_value = "1m", value_parser = go_duration)]
     pub monitor_interval: Duration,
 
-    /// Resync period of the watch caches.
+    /// Upstream's informer resync; accepted: every monitored PV comes round every --monitor-interval (or listing)
+    /// anyway.
     #[arg(long, default_value = "10m", value_parser = go_duration)]
     pub resync: Duration,
 

@@ -40,6 +40,7 @@ pub enum Sidecar {
     SnapshotController,
     Snapshotter,
     Attacher,
+    HealthMonitor,
     /// The runtime's test elector (`sidecar-runtime-elector`): only what leader election needs of every sidecar's
     /// rules, the Lease Role and the events rule (client-go's LeaderElection event), here taken from the resizer's.
     Elector,
@@ -54,6 +55,7 @@ impl Sidecar {
             Sidecar::SnapshotController => "snapshot-controller",
             Sidecar::Snapshotter => "csi-snapshotter",
             Sidecar::Attacher => "csi-attacher",
+            Sidecar::HealthMonitor => "csi-external-health-monitor-controller",
             Sidecar::Elector => "elector",
         }
     }

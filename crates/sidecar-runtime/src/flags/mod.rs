@@ -281,6 +281,42 @@ where
     P::from_arg_matches(&matches).map_err(|err| err.format(&mut command))
 }
 
+/// Checks a sidecar's flags against upstream's `-h` list (`list`: a flag name a line, then the default upstream
+/// prints, if any; `#` comments): every upstream flag is accepted, and giving upstream's default explicitly
+/// changes nothing, so it is ours too (Go spelling included). For the sidecars' unit tests; panics naming the
+/// first flag that fails.
+pub fn assert_upstream_flags<P>(binary: &str, list: &str, count: usize)
+where
+    P: clap::Parser + std::fmt::Debug,
+{
+    let upstream: Vec<(&str, Option<&str>)> = list
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|line| match line.split_once(' ') {
+            Some((name, default)) => (name, Some(default)),
+            None => (line, None),
+        })
+        .collect();
+    assert_eq!(upstream.len(), count, "{binary}: upstream's flag count");
+    let parse = |flags: &[&str]| {
+        let argv = std::iter::once(binary).chain(flags.iter().copied());
+        format!("{:?}", try_parse_from::<P, _, _>(argv).expect("flags parse"))
+    };
+    let command = P::command();
+    let ours: Vec<&str> = command.get_arguments().filter_map(|a| a.get_long()).collect();
+    let defaults = parse(&[]);
+    for (name, default) in upstream {
+        assert!(ours.contains(&name), "{binary}: upstream's -{name} is not accepted");
+        if let Some(default) = default {
+            assert_eq!(
+                parse(&[&format!("-{name}={default}")]),
+                defaults,
+                "{binary}: -{name}={default} is not our default"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

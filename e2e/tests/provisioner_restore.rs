@@ -26,6 +26,9 @@ use snapshot_api::{
 
 const SOURCE_PROTECTION: &str = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection";
 
+/// The relist test runs while no other test of this file does; the others run side by side.
+static TURNS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 async fn world(prefix: &str, plugin_args: &[&str]) -> World {
     install_snapshot_crds(&Cluster::shared().client().await).await;
     World::new(prefix, plugin_args).await
@@ -131,6 +134,7 @@ async fn delete_contents(world: &World, names: &[&str]) {
 
 #[tokio::test]
 async fn provisioner_restores_a_snapshot_once_ready_and_protects_it_meanwhile() {
+    let _turn = TURNS.read().await;
     let faults = tempfile::NamedTempFile::new().unwrap();
     let fault_flag = format!("--fault-config={}", faults.path().display());
     let mut world = world("prov-restore", &[fault_flag.as_str()]).await;
@@ -175,6 +179,7 @@ async fn provisioner_restores_a_snapshot_once_ready_and_protects_it_meanwhile() 
 
 #[tokio::test]
 async fn provisioner_refuses_a_volume_mode_change_until_the_content_allows_it() {
+    let _turn = TURNS.read().await;
     let mut world = world("prov-restore-mode", &[]).await;
     let class = world.class("mode", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &[]);
@@ -197,6 +202,7 @@ async fn provisioner_refuses_a_volume_mode_change_until_the_content_allows_it() 
 
 #[tokio::test]
 async fn provisioner_sweeps_orphaned_snapshot_protection_but_keeps_it_for_pending_restores() {
+    let _turn = TURNS.read().await;
     let mut world = world("prov-restore-sweep", &[]).await;
     let class = world.class("sweep", &[], "Delete").await;
     let _provisioner = world.start_provisioner("csi-provisioner", &["--snapshot-orphan-sweep-interval=1s"]);
@@ -233,6 +239,7 @@ async fn provisioner_sweeps_orphaned_snapshot_protection_but_keeps_it_for_pendin
 
 #[tokio::test]
 async fn provisioner_crash_during_a_restore_of_a_deleted_claim_leaks_nothing() {
+    let _turn = TURNS.read().await;
     let faults = tempfile::NamedTempFile::new().unwrap();
     let fault_flag = format!("--fault-config={}", faults.path().display());
     let mut world = world("prov-restore-crash", &[fault_flag.as_str()]).await;
@@ -274,6 +281,9 @@ async fn provisioner_crash_during_a_restore_of_a_deleted_claim_leaks_nothing() {
 /// retry is 10 minutes away.
 #[tokio::test]
 async fn a_claim_deleted_while_the_watch_is_cut_is_seen_deleted_at_the_relist() {
+    // Alone: every provisioner of this file watches the whole cluster, and another one, whose watches are not held,
+    // would see the delete and release the snapshot's protection itself.
+    let _alone = TURNS.write().await;
     let faults = tempfile::NamedTempFile::new().unwrap();
     let fault_flag = format!("--fault-config={}", faults.path().display());
     let mut world = world("prov-relist", &[fault_flag.as_str()]).await;

@@ -18,6 +18,7 @@ pub mod connection;
 pub mod dial_failure;
 pub mod error;
 pub mod metrics;
+pub mod pages;
 pub mod quantity;
 pub mod redact;
 

@@ -28,14 +28,15 @@ pub(super) async fn run(shared: Arc<Shared>, period: Option<Duration>, stop: Can
 async fn reconcile(shared: &Shared) -> Result<(), String> {
     let mut entries = Vec::new();
     let mut starting_token = String::new();
+    let mut pages = csi_client::pages::Pages::default();
     loop {
         let request = ListVolumesRequest { max_entries: shared.options.max_entries, starting_token };
         let page = shared.csi.list_volumes(request).await.map_err(|e| format!("failed to ListVolumes: {e}"))?;
         entries.extend(page.entries);
-        if page.next_token.is_empty() {
-            break;
+        match pages.next(page.next_token).map_err(|e| format!("failed to ListVolumes: {e}"))? {
+            Some(token) => starting_token = token,
+            None => break,
         }
-        starting_token = page.next_token;
     }
     let published = published_nodes(&entries);
     let driver = shared.options.driver.as_str();

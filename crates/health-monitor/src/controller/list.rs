@@ -36,6 +36,7 @@ pub(super) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
 async fn list(shared: &Shared) -> Result<HashMap<String, VolumeHealth>, String> {
     let mut health = HashMap::new();
     let mut starting_token = String::new();
+    let mut pages = csi_client::pages::Pages::default();
     loop {
         let request = ControllerListVolumeHealthRequest { starting_token, ..Default::default() };
         let page = shared
@@ -44,9 +45,9 @@ async fn list(shared: &Shared) -> Result<HashMap<String, VolumeHealth>, String> 
             .await
             .map_err(|e| format!("failed to list volume health: {e}"))?;
         health.extend(page.entries.into_iter().map(|entry| (entry.volume_id.clone(), entry)));
-        if page.next_token.is_empty() {
-            return Ok(health);
+        match pages.next(page.next_token).map_err(|e| format!("failed to list volume health: {e}"))? {
+            Some(token) => starting_token = token,
+            None => return Ok(health),
         }
-        starting_token = page.next_token;
     }
 }
